@@ -1,0 +1,88 @@
+"""The `translator` command line: parse options and call one function. No logic lives here.
+
+Heavy libraries (torch, datasets, tensorboard) are imported inside the commands, so `--help`
+answers at once.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    name="translator",
+    help="Train, evaluate and use an English->Italian Transformer translator.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="YAML config file, e.g. configs/cpu.yaml.")
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override a config key: section.key=value (repeatable)."),
+]
+RunOpt = Annotated[
+    str | None, typer.Option("--run", help="Run name (default: the config file's stem).")
+]
+DeviceOpt = Annotated[
+    str | None, typer.Option("--device", help="cpu, cuda or mps (default: the best available).")
+]
+RunsDirOpt = Annotated[Path, typer.Option("--runs-dir", help="Where TensorBoard runs go.")]
+WeightsDirOpt = Annotated[Path, typer.Option("--weights-dir", help="Where checkpoints go.")]
+
+
+@app.callback()
+def _root() -> None:
+    """Train, evaluate and use an English->Italian Transformer translator."""
+
+
+@app.command()
+def train(
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    run: RunOpt = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume", is_flag=False, flag_value="latest", metavar="[PATH]",
+            help="Continue the run from its latest checkpoint (or from PATH).",
+        ),
+    ] = None,
+    device: DeviceOpt = None,
+    runs_dir: RunsDirOpt = Path("runs"),
+    weights_dir: WeightsDirOpt = Path("weights"),
+) -> None:
+    """Train a model; TensorBoard events go to runs/NAME, checkpoints to weights/NAME."""
+
+    def go() -> None:
+        from translator.train import train_command
+
+        train_command(config, set_ or [], run, resume, device, runs_dir, weights_dir)
+
+    _run(go)
+
+
+def _run(fn: Callable[[], Any]) -> None:
+    """Call `fn`, turning user-facing errors into one line on stderr and an exit code."""
+    from translator.errors import TranslatorError
+
+    try:
+        fn()
+    except TranslatorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        raise typer.Exit(130) from None
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

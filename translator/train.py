@@ -1,0 +1,422 @@
+"""Training: the Trainer (train_step, evaluate, fit) and the `translator train` entry point."""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from translator.checkpoint import load_checkpoint, save_checkpoint
+from translator.config import Config, load_config, save_config
+from translator.data import Batch, TokenBatchSampler, collate
+from translator.decode import greedy_decode
+from translator.errors import CheckpointError, ConfigError, TranslatorError
+from translator.metrics import Logger, NullLogger, TensorBoardLogger
+from translator.model import Transformer, build_model, count_parameters
+from translator.rundir import PreparedData, RunPaths, prepare_data
+from translator.tokenizer import PAD_ID, decode_ids, fingerprint
+
+log = logging.getLogger("translator")
+
+
+class TrainingError(TranslatorError):
+    """Training cannot go on (non-finite loss, interrupted)."""
+
+
+# --------------------------------------------------------------------------- device, precision
+
+
+def resolve_device(name: str | None) -> torch.device:
+    """The requested device, or the best available: CUDA, then MPS, then CPU."""
+    if name is None:
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: no CUDA device is available; use --device cpu")
+    if name == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError("--device mps: MPS is not available on this machine; use --device cpu")
+    if name not in ("cpu", "cuda", "mps"):
+        raise ConfigError(f"--device {name}: expected cpu, cuda or mps")
+    return torch.device(name)
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """bf16 when asked for (or `auto` on a CUDA device that supports it), else None (fp32)."""
+    if precision == "fp32":
+        return None
+    if precision == "bf16":
+        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise ConfigError("train.precision bf16: this GPU does not support bf16; use fp32")
+        return torch.bfloat16
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return None
+
+
+def learning_rate(step: int, cfg: Any) -> float:
+    """Linear warmup to `lr`, then inverse square root decay (or constant)."""
+    if cfg.schedule == "constant":
+        return cfg.lr if step >= cfg.warmup_steps else cfg.lr * (step + 1) / max(1, cfg.warmup_steps)
+    step = step + 1
+    if cfg.warmup_steps == 0:
+        return cfg.lr / math.sqrt(step)
+    return cfg.lr * min(step / cfg.warmup_steps, math.sqrt(cfg.warmup_steps / step))
+
+
+# --------------------------------------------------------------------------- trainer
+
+
+@dataclass
+class Progress:
+    """Where training is: restored from a checkpoint on resume."""
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    best_valid_loss: float = math.inf
+    skipped_steps: int = 0
+
+
+class Trainer:
+    def __init__(
+        self, config: Config, model: Transformer, data: PreparedData, paths: RunPaths,
+        device: torch.device, logger: Logger | None = None,
+    ) -> None:
+        self.config, self.cfg = config, config.train
+        self.model = model.to(device)
+        self.step_model = torch.compile(self.model) if self.cfg.compile else self.model
+        self.data, self.paths, self.device = data, paths, device
+        self.logger = logger or NullLogger()
+        self.optimizer = torch.optim.Adam(
+            model.parameters(), lr=self.cfg.lr, betas=(0.9, 0.98), eps=1e-9,
+            weight_decay=self.cfg.weight_decay,
+        )
+        self.amp_dtype = autocast_dtype(self.cfg.precision, device)
+        self.progress = Progress()
+        self.sampler = TokenBatchSampler(
+            data.train.src_lengths(), data.train.tgt_lengths(), self.cfg.batch_tokens, self.cfg.seed
+        )
+        self.stop_requested = False
+        self.losses: list[float] = []  # per-step training losses of this process, for tests
+
+    # ---- one step
+
+    def autocast(self):
+        if self.amp_dtype is None:
+            return nullcontext()
+        return torch.autocast(self.device.type, dtype=self.amp_dtype)
+
+    def batch_loss(self, batch: Batch, label_smoothing: float) -> torch.Tensor:
+        """Summed cross-entropy over the batch's real target tokens."""
+        select = batch.tgt_out != PAD_ID
+        with self.autocast():
+            logits = self.step_model(batch.src, batch.tgt_in, select)  # (N, V)
+        return F.cross_entropy(
+            logits.float(), batch.tgt_out[select], reduction="sum", label_smoothing=label_smoothing
+        )
+
+    def train_step(self, batches: list[Batch]) -> tuple[float, float]:
+        """One optimizer step over `batches` (gradient accumulation); returns (loss, grad norm).
+
+        The loss is normalised by the real target tokens of all batches together, so accumulating
+        k batches equals one step on their union.
+        """
+        self.model.train()
+        lr = learning_rate(self.progress.step, self.cfg)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        n_tokens = sum(b.n_tgt_tokens for b in batches)
+        total = 0.0
+        for batch in batches:
+            batch = batch.to(self.device)
+            loss = self.batch_loss(batch, self.cfg.label_smoothing) / n_tokens
+            loss.backward()
+            total += loss.item()
+        clip = self.cfg.clip_norm if self.cfg.clip_norm is not None else math.inf
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
+        if not (math.isfinite(total) and math.isfinite(grad_norm)):
+            self.optimizer.zero_grad(set_to_none=True)
+            return total, grad_norm
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return total, grad_norm
+
+    # ---- evaluation
+
+    @torch.no_grad()
+    def evaluate(self) -> float:
+        """Validation loss: mean cross-entropy per real target token (no label smoothing)."""
+        self.model.eval()
+        valid = self.data.valid
+        if len(valid) == 0:
+            return math.nan
+        sampler = TokenBatchSampler(
+            valid.src_lengths(), valid.tgt_lengths(), self.cfg.batch_tokens, 0, shuffle=False
+        )
+        total, count = 0.0, 0
+        for indices in sampler.batches(0):
+            batch = collate([valid[i] for i in indices]).to(self.device)
+            total += float(self.batch_loss(batch, 0.0))
+            count += batch.n_tgt_tokens
+        return total / count
+
+    def samples(self) -> list[tuple[str, str, str]]:
+        """(source, reference, greedy prediction) for the first few validation pairs."""
+        n = min(self.cfg.n_samples, len(self.data.valid))
+        if n == 0:
+            return []
+        batch = collate([self.data.valid[i] for i in range(n)]).to(self.device)
+        dec = self.config.decode
+        with self.autocast():
+            outputs = greedy_decode(self.model, batch.src, dec.max_len_a, dec.max_len_b)
+        return [
+            (src, ref, decode_ids(self.data.tgt_tokenizer, out))
+            for (src, ref), out in zip(self.data.valid_pairs[:n], outputs, strict=True)
+        ]
+
+    # ---- checkpoints
+
+    def state_dict(self) -> dict[str, Any]:
+        p = self.progress
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "progress": {
+                "step": p.step, "epoch": p.epoch, "batch_in_epoch": p.batch_in_epoch,
+                "best_valid_loss": p.best_valid_loss, "skipped_steps": p.skipped_steps,
+            },
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            },
+            "config": self.config.to_dict(),
+            "tokenizers": {
+                "src": fingerprint(self.data.src_tokenizer),
+                "tgt": fingerprint(self.data.tgt_tokenizer),
+            },
+        }
+
+    def load_state_dict(self, state: dict[str, Any], where: Path) -> None:
+        for side, tok in (("src", self.data.src_tokenizer), ("tgt", self.data.tgt_tokenizer)):
+            if state["tokenizers"][side] != fingerprint(tok):
+                raise CheckpointError(
+                    f"{where}: its {side} vocabulary differs from {self.paths.tokenizer(side)}; "
+                    "the checkpoint belongs to another run"
+                )
+        try:
+            self.model.load_state_dict(state["model"])
+        except RuntimeError as exc:
+            first = str(exc).splitlines()[1].strip() if "\n" in str(exc) else str(exc)
+            raise CheckpointError(f"{where}: model shape does not match the config ({first})") from None
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.progress = Progress(**state["progress"])
+        torch.set_rng_state(state["rng"]["torch"])
+        if state["rng"]["cuda"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+
+    def save(self, path: Path) -> None:
+        save_checkpoint(self.state_dict(), path)
+
+    # ---- the loop
+
+    def fit(self) -> Progress:
+        """Train until `max_steps` or `epochs`; evaluate, sample and checkpoint along the way."""
+        from tqdm import tqdm
+
+        cfg, p = self.cfg, self.progress
+        steps_per_epoch = math.ceil(len(self.sampler.batches(0)) / cfg.accum_steps)
+        total = cfg.max_steps or cfg.epochs * steps_per_epoch
+        bar = tqdm(total=total, initial=p.step, unit="step", dynamic_ncols=True,
+                   disable=None, file=sys.stderr)
+        window_tokens, window_start = 0, time.perf_counter()
+        with _StopOnSignal(self):
+            while p.step < total and p.epoch < cfg.epochs:
+                batches = self.sampler.batches(p.epoch)
+                while p.batch_in_epoch < len(batches) and p.step < total:
+                    group = batches[p.batch_in_epoch : p.batch_in_epoch + cfg.accum_steps]
+                    step_batches = [collate([self.data.train[i] for i in ids]) for ids in group]
+                    loss, grad_norm = self.train_step(step_batches)
+                    p.batch_in_epoch += len(group)
+                    self._check_finite(loss, grad_norm)
+                    p.step += 1
+                    self.losses.append(loss)
+                    window_tokens += sum(b.n_tgt_tokens for b in step_batches)
+                    if p.step % cfg.log_every == 0 or p.step == 1:
+                        elapsed = time.perf_counter() - window_start
+                        tok_s = window_tokens / max(elapsed, 1e-9)
+                        self._log_train(bar, loss, grad_norm, tok_s)
+                        window_tokens, window_start = 0, time.perf_counter()
+                    bar.update(1)
+                    self._periodic(p.step, total)
+                    if self.stop_requested:
+                        bar.close()
+                        self._stop_interrupted()
+                if p.batch_in_epoch >= len(batches):
+                    p.epoch, p.batch_in_epoch = p.epoch + 1, 0
+        bar.close()
+        self._end_of_training()
+        return p
+
+    def _log_train(self, bar: Any, loss: float, grad_norm: float, tok_s: float) -> None:
+        step, lr = self.progress.step, learning_rate(self.progress.step - 1, self.cfg)
+        self.logger.scalar("train/loss", loss, step)
+        self.logger.scalar("train/lr", lr, step)
+        self.logger.scalar("train/grad_norm", grad_norm, step)
+        self.logger.scalar("train/tokens_per_s", tok_s, step)
+        bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}", refresh=False)
+
+    def _periodic(self, step: int, total: int) -> None:
+        if step == total:
+            return  # the end of training evaluates and saves anyway
+        if self.cfg.eval_every and step % self.cfg.eval_every == 0:
+            self._validate_and_sample()
+        if step % self.cfg.checkpoint_every == 0:
+            self.save(self.paths.latest)
+
+    def _validate_and_sample(self) -> float:
+        from tqdm import tqdm
+
+        step = self.progress.step
+        valid_loss = self.evaluate()
+        self.logger.scalar("valid/loss", valid_loss, step)
+        samples = self.samples()
+        table = "| source | reference | prediction |\n|---|---|---|\n" + "\n".join(
+            f"| {s} | {r} | {h} |" for s, r, h in samples
+        )
+        self.logger.text("valid/samples", table, step)
+        self.logger.flush()
+        lines = [f"step {step}: valid loss {valid_loss:.4f}"]
+        lines += [f"  src: {s}\n  ref: {r}\n  hyp: {h}" for s, r, h in samples]
+        tqdm.write("\n".join(lines), file=sys.stderr)
+        if math.isfinite(valid_loss) and valid_loss < self.progress.best_valid_loss:
+            self.progress.best_valid_loss = valid_loss
+            self.save(self.paths.best)
+        return valid_loss
+
+    def _end_of_training(self) -> None:
+        self._validate_and_sample()
+        self.save(self.paths.latest)
+        self.logger.close()
+        log.info("training finished at step %d; checkpoints in %s", self.progress.step,
+                 self.paths.weights_dir)
+
+    def _check_finite(self, loss: float, grad_norm: float) -> None:
+        if math.isfinite(loss) and math.isfinite(grad_norm):
+            return
+        step = self.progress.step + 1
+        if self.cfg.on_nonfinite == "skip":
+            self.progress.skipped_steps += 1
+            self.logger.scalar("train/skipped_steps", self.progress.skipped_steps, step)
+            log.warning("step %d: non-finite loss (%s), update skipped", step, loss)
+            return
+        last = self.paths.latest if self.paths.latest.is_file() else "none yet"
+        raise TrainingError(
+            f"step {step}: the loss is not finite ({loss}); last good checkpoint: {last}; "
+            "lower train.lr or set train.on_nonfinite=skip"
+        )
+
+    def _stop_interrupted(self) -> None:
+        self.save(self.paths.latest)
+        self.logger.close()
+        raise TrainingError(
+            f"interrupted at step {self.progress.step}; checkpoint saved to {self.paths.latest}; "
+            f"resume with: translator train --run {self.paths.name} --resume"
+        )
+
+
+class _StopOnSignal:
+    """SIGINT/SIGTERM ask the trainer to stop after the current step; a second SIGINT stops now."""
+
+    def __init__(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+        self.previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.trainer.stop_requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.trainer.stop_requested = True
+        print(f"\n{signal.Signals(signum).name}: stopping after this step and saving a checkpoint "
+              "(Ctrl-C again to quit at once)", file=sys.stderr)
+
+    def __enter__(self) -> _StopOnSignal:
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def train_command(
+    config_path: Path | None, overrides: list[str], run: str | None, resume: str | None,
+    device_name: str | None, runs_root: Path = Path("runs"), weights_root: Path = Path("weights"),
+) -> Trainer:
+    """`translator train`: build everything from the config and train; resume when asked."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    if run is None and config_path is None:
+        raise ConfigError("train: give --config PATH (and/or --run NAME to resume a run)")
+    paths = RunPaths.create(run or Path(config_path).stem, runs_root, weights_root)
+    resume_path = _resume_path(resume, paths)
+    if resume_path is None and paths.latest.is_file():
+        raise ConfigError(
+            f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it with "
+            f"--resume, or start another with --run NEW_NAME"
+        )
+    # On resume the run's own resolved config is the base; --set may still change it (max_steps).
+    base = paths.config if resume_path is not None and paths.config.is_file() else config_path
+    config = load_config(base, overrides)
+    device = resolve_device(device_name)
+    paths.make()
+    torch.manual_seed(config.train.seed)
+
+    start = time.perf_counter()
+    data = prepare_data(config, paths)
+    save_config(config, paths.config)
+    model = build_model(config.model, data.src_tokenizer.get_vocab_size(),
+                        data.tgt_tokenizer.get_vocab_size())
+    log.info("data: %s; %s train / %s valid pairs; vocab %s src / %s tgt",
+             data.stats.summary(), f"{len(data.train):,}", f"{len(data.valid):,}",
+             f"{data.src_tokenizer.get_vocab_size():,}", f"{data.tgt_tokenizer.get_vocab_size():,}")
+    log.info("model: %s parameters; device %s; precision %s; run %s (events in %s)",
+             f"{count_parameters(model):,}", device.type,
+             "bf16" if autocast_dtype(config.train.precision, device) else "fp32",
+             paths.name, paths.log_dir)
+    trainer = Trainer(config, model, data, paths, device, TensorBoardLogger(paths.log_dir))
+    if resume_path is not None:
+        trainer.load_state_dict(load_checkpoint(resume_path, map_location=device), resume_path)
+        log.info("resumed from %s at step %d", resume_path, trainer.progress.step)
+    log.info("ready to train after %.1f s", time.perf_counter() - start)
+    trainer.fit()
+    return trainer
+
+
+def _resume_path(resume: str | None, paths: RunPaths) -> Path | None:
+    if resume is None:
+        return None
+    if resume == "latest":
+        if not paths.latest.is_file():
+            raise CheckpointError(
+                f"--resume: run {paths.name!r} has no checkpoint at {paths.latest}; "
+                "start it without --resume"
+            )
+        return paths.latest
+    return Path(resume)

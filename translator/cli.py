@@ -51,7 +51,10 @@ def train(
     resume: Annotated[
         str | None,
         typer.Option(
-            "--resume", is_flag=False, flag_value="latest", metavar="[PATH]",
+            "--resume",
+            is_flag=False,
+            flag_value="latest",
+            metavar="[PATH]",
             help="Continue the run from its latest checkpoint (or from PATH).",
         ),
     ] = None,

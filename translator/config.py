@@ -22,7 +22,7 @@ from translator.errors import ConfigError
 @dataclass(frozen=True)
 class DataConfig:
     source: str = "opus_books"
-    """A hub dataset name (loaded with `datasets.load_dataset`) or a local .jsonl/.parquet/.tsv path."""
+    """A hub dataset name (read with `datasets.load_dataset`) or a .jsonl/.parquet/.tsv path."""
     hub_config: str | None = None
     """The hub dataset's configuration; default `<lang_src>-<lang_tgt>`, e.g. `en-it`."""
     lang_src: str = "en"
@@ -71,11 +71,20 @@ class ModelConfig:
     """Share the target embedding matrix with the output projection."""
 
     def validate(self) -> None:
-        _positive(self, "model", "d_model", "n_heads", "encoder_layers", "decoder_layers", "d_ff",
-                  "max_positions")
+        _positive(
+            self,
+            "model",
+            "d_model",
+            "n_heads",
+            "encoder_layers",
+            "decoder_layers",
+            "d_ff",
+            "max_positions",
+        )
         if self.d_model % self.n_heads:
             raise ConfigError(
-                f"model.d_model ({self.d_model}) must be divisible by model.n_heads ({self.n_heads})"
+                f"model.d_model ({self.d_model}) must be divisible by "
+                f"model.n_heads ({self.n_heads})"
             )
         _unit_interval(self.dropout, "model.dropout")
 
@@ -111,8 +120,18 @@ class TrainConfig:
     """A step whose loss is NaN/inf: `stop` the run, or `skip` the update and count it."""
 
     def validate(self) -> None:
-        _positive(self, "train", "epochs", "max_steps", "batch_tokens", "accum_steps", "lr",
-                  "log_every", "checkpoint_every", "clip_norm")
+        _positive(
+            self,
+            "train",
+            "epochs",
+            "max_steps",
+            "batch_tokens",
+            "accum_steps",
+            "lr",
+            "log_every",
+            "checkpoint_every",
+            "clip_norm",
+        )
         _non_negative(self, "train", "warmup_steps", "weight_decay", "eval_every", "n_samples")
         _unit_interval(self.label_smoothing, "train.label_smoothing")
 

@@ -1,4 +1,4 @@
-"""Data: load a parallel corpus (hub or local file), clean, split, encode, bucket, collate -> Batch."""
+"""Data: load a parallel corpus (hub or local file), clean, split, bucket, collate -> Batch."""
 
 from __future__ import annotations
 
@@ -35,7 +35,9 @@ def read_pairs(cfg: DataConfig) -> list[Pair]:
 def read_local_pairs(path: Path, lang_src: str, lang_tgt: str) -> list[Pair]:
     """Read pairs from .jsonl (opus_books schema), .parquet, or tab-separated src<TAB>tgt text."""
     if path.is_dir():
-        raise DataError(f"data.source: {path} is a directory; point it at a .jsonl, .parquet or .tsv")
+        raise DataError(
+            f"data.source: {path} is a directory; point it at a .jsonl, .parquet or .tsv"
+        )
     if path.suffix == ".parquet":
         pairs = _read_parquet(path, lang_src, lang_tgt)
     else:
@@ -72,10 +74,10 @@ def _parse_json_line(line: str, path: Path, n: int, src: str, tgt: str) -> Pair:
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{n}: malformed JSON ({exc.msg}); fix or delete the line") from None
     if not isinstance(record, dict):
-        raise DataError(f"{path}:{n}: expected a JSON object like {{\"translation\": {{...}}}}")
+        raise DataError(f'{path}:{n}: expected a JSON object like {{"translation": {{...}}}}')
     pair = record.get("translation", record)
     if not isinstance(pair, dict):
-        raise DataError(f"{path}:{n}: \"translation\" must be an object of language: text")
+        raise DataError(f'{path}:{n}: "translation" must be an object of language: text')
     for lang in (src, tgt):
         if not isinstance(pair.get(lang), str):
             found = ", ".join(map(str, pair)) or "none"
@@ -105,8 +107,10 @@ def _read_parquet(path: Path, src: str, tgt: str) -> list[Pair]:
     pairs = []
     for n, row in enumerate(rows, start=1):
         pair = row.get("translation", row)
-        if not isinstance(pair, dict) or not isinstance(pair.get(src), str) or not isinstance(
-            pair.get(tgt), str
+        if (
+            not isinstance(pair, dict)
+            or not isinstance(pair.get(src), str)
+            or not isinstance(pair.get(tgt), str)
         ):
             raise DataError(f"{path}: row {n} has no {src!r}/{tgt!r} text; check data.lang_src/tgt")
         pairs.append((pair[src], pair[tgt]))
@@ -196,7 +200,8 @@ def split_indices(n: int, valid_size: int, seed: int) -> tuple[list[int], list[i
 
 
 class BilingualDataset:
-    """Encoded pairs. Item i: encoder input [SOS] src [EOS], decoder input [SOS] tgt, label tgt [EOS]."""
+    """Encoded pairs; item i: encoder input [SOS] src [EOS], decoder input [SOS] tgt, label
+    tgt [EOS]."""
 
     def __init__(self, src_ids: list[list[int]], tgt_ids: list[list[int]]) -> None:
         assert len(src_ids) == len(tgt_ids)
@@ -269,11 +274,15 @@ def _pad(seqs: Sequence[list[int]], pad_id: int) -> torch.Tensor:
 class TokenBatchSampler:
     """Groups examples of similar length into batches of at most `batch_tokens` padded tokens.
 
-    Each epoch's batches are a pure function of (seed, epoch), so a resumed run replays them exactly.
+    Each epoch's batches are a pure function of (seed, epoch): a resumed run replays them exactly.
     """
 
     def __init__(
-        self, src_lengths: np.ndarray, tgt_lengths: np.ndarray, batch_tokens: int, seed: int,
+        self,
+        src_lengths: np.ndarray,
+        tgt_lengths: np.ndarray,
+        batch_tokens: int,
+        seed: int,
         shuffle: bool = True,
     ) -> None:
         self.src_lengths = src_lengths

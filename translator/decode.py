@@ -20,7 +20,10 @@ def max_output_lengths(
 
 @torch.no_grad()
 def greedy_decode(
-    model: Transformer, src: torch.Tensor, max_len_a: float = 1.5, max_len_b: int = 10,
+    model: Transformer,
+    src: torch.Tensor,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
     use_cache: bool = True,
 ) -> list[list[int]]:
     """Greedy outputs (ids, without [SOS]/[EOS]) for a (B, S) source batch.

@@ -79,7 +79,11 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, L, self.n_heads, D // self.n_heads).transpose(1, 2)  # (B, H, L, Dh)
 
     def _attend(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None,
         is_causal: bool,
     ) -> torch.Tensor:
         dropout = self.dropout if self.training else 0.0
@@ -154,7 +158,10 @@ class DecoderLayer(nn.Module):
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre)
 
     def forward(
-        self, y: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+        self,
+        y: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor,
         cache: dict[str, dict[str, torch.Tensor]] | None = None,
     ) -> torch.Tensor:
         self_cache = cache["self"] if cache is not None else None
@@ -188,8 +195,9 @@ class Embedding(nn.Module):
     def forward(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
         B, L = tokens.shape
         if start + L > self.positions.size(0):
-            raise ValueError(f"sequence of {start + L} tokens exceeds max_positions "
-                             f"{self.positions.size(0)}")
+            raise ValueError(
+                f"sequence of {start + L} tokens exceeds max_positions {self.positions.size(0)}"
+            )
         x = self.tokens(tokens) * self.scale + self.positions[start : start + L]  # (B, L, D)
         return self.dropout(x)
 
@@ -197,7 +205,9 @@ class Embedding(nn.Module):
 def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
     """The paper's fixed position encodings, (length, D)."""
     position = torch.arange(length, dtype=torch.float32)[:, None]  # (L, 1)
-    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    freq = torch.exp(
+        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
+    )
     table = torch.zeros(length, d_model)
     table[:, 0::2] = torch.sin(position * freq)
     table[:, 1::2] = torch.cos(position * freq[: d_model // 2])
@@ -238,7 +248,10 @@ class Transformer(nn.Module):
         return self.encoder_norm(x), src_mask
 
     def decode(
-        self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+        self,
+        tgt_in: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor,
         cache: DecoderCache | None = None,
     ) -> torch.Tensor:
         """(B, T) target ids -> hidden states (B, T, D).
@@ -286,9 +299,12 @@ def cache_length(cache: DecoderCache) -> int:
 
 
 def reorder_cache(cache: DecoderCache, index: torch.Tensor) -> DecoderCache:
-    """Select rows `index` of every cached tensor (beam search reordering, finished rows dropped)."""
+    """Select rows `index` of every cached tensor (beam reordering, dropping finished rows)."""
     return [
-        {kind: {name: t.index_select(0, index) for name, t in kv.items()} for kind, kv in layer.items()}
+        {
+            kind: {name: t.index_select(0, index) for name, t in kv.items()}
+            for kind, kv in layer.items()
+        }
         for layer in cache
     ]
 

@@ -1,7 +1,7 @@
 """A run's directories and the data it prepares once and reuses: split, tokenizers, encoded pairs.
 
-    runs/<name>/      TensorBoard events
-    weights/<name>/   config.yaml, split.json, tokenizer_{src,tgt}.json, latest.pt, best.pt
+runs/<name>/      TensorBoard events
+weights/<name>/   config.yaml, split.json, tokenizer_{src,tgt}.json, latest.pt, best.pt
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ class RunPaths:
     weights_dir: Path
 
     @classmethod
-    def create(cls, name: str, runs_root: Path = Path("runs"), weights_root: Path = Path("weights")):
+    def create(
+        cls, name: str, runs_root: Path = Path("runs"), weights_root: Path = Path("weights")
+    ):
         if not name or "/" in name or name.startswith("."):
             raise ConfigError(f"--run {name!r}: a run name is a plain directory name, e.g. cpu")
         return cls(name, runs_root / name, weights_root / name)
@@ -69,7 +71,9 @@ class RunPaths:
                 probe.write_text("")
                 probe.unlink()
             except OSError as exc:
-                raise ConfigError(f"cannot write to {d}: {exc.strerror}; choose another directory")
+                raise ConfigError(
+                    f"cannot write to {d}: {exc.strerror}; choose another directory"
+                ) from None
 
 
 @dataclass
@@ -92,7 +96,10 @@ def prepare_data(config: Config, paths: RunPaths) -> PreparedData:
     valid_pairs = [pairs[i] for i in valid_idx]
 
     if paths.tokenizer("src").is_file() and paths.tokenizer("tgt").is_file():
-        src_tok, tgt_tok = load_tokenizer(paths.tokenizer("src")), load_tokenizer(paths.tokenizer("tgt"))
+        src_tok, tgt_tok = (
+            load_tokenizer(paths.tokenizer("src")),
+            load_tokenizer(paths.tokenizer("tgt")),
+        )
     else:
         tok_cfg = config.tokenizer
         src_tok = train_tokenizer((s for s, _ in train_pairs), tok_cfg.min_freq, tok_cfg.max_vocab)
@@ -137,7 +144,8 @@ def encode_pairs(
     src_ids = [e.ids for e in src_tok.encode_batch([s for s, _ in pairs])] if pairs else []
     tgt_ids = [e.ids for e in tgt_tok.encode_batch([t for _, t in pairs])] if pairs else []
     kept = [
-        i for i, (s, t) in enumerate(zip(src_ids, tgt_ids, strict=True))
+        i
+        for i, (s, t) in enumerate(zip(src_ids, tgt_ids, strict=True))
         if 0 < len(s) <= max_len and 0 < len(t) <= max_len
     ]
     stats.too_long += len(pairs) - len(kept)

@@ -1,4 +1,4 @@
-"""Word-level tokenizers: train, save, load. The special tokens and their ids are defined here once."""
+"""Word-level tokenizers: train, save, load; the special tokens and their ids, defined once."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ _NO_SPACE_AFTER = set("([{«'’¿¡")
 
 
 def detokenize(words: list[str]) -> str:
-    """Join word tokens with spaces, closing up punctuation and Italian elisions (l' uomo -> l'uomo)."""
+    """Join word tokens with spaces, closing up punctuation and elisions (l ' uomo -> l'uomo)."""
     out = ""
     for word in words:
         closes = all(c in _NO_SPACE_BEFORE for c in word)

@@ -68,7 +68,9 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 def learning_rate(step: int, cfg: Any) -> float:
     """Linear warmup to `lr`, then inverse square root decay (or constant)."""
     if cfg.schedule == "constant":
-        return cfg.lr if step >= cfg.warmup_steps else cfg.lr * (step + 1) / max(1, cfg.warmup_steps)
+        return (
+            cfg.lr if step >= cfg.warmup_steps else cfg.lr * (step + 1) / max(1, cfg.warmup_steps)
+        )
     step = step + 1
     if cfg.warmup_steps == 0:
         return cfg.lr / math.sqrt(step)
@@ -91,8 +93,13 @@ class Progress:
 
 class Trainer:
     def __init__(
-        self, config: Config, model: Transformer, data: PreparedData, paths: RunPaths,
-        device: torch.device, logger: Logger | None = None,
+        self,
+        config: Config,
+        model: Transformer,
+        data: PreparedData,
+        paths: RunPaths,
+        device: torch.device,
+        logger: Logger | None = None,
     ) -> None:
         self.config, self.cfg = config, config.train
         self.model = model.to(device)
@@ -100,7 +107,10 @@ class Trainer:
         self.data, self.paths, self.device = data, paths, device
         self.logger = logger or NullLogger()
         self.optimizer = torch.optim.Adam(
-            model.parameters(), lr=self.cfg.lr, betas=(0.9, 0.98), eps=1e-9,
+            model.parameters(),
+            lr=self.cfg.lr,
+            betas=(0.9, 0.98),
+            eps=1e-9,
             weight_decay=self.cfg.weight_decay,
         )
         self.amp_dtype = autocast_dtype(self.cfg.precision, device)
@@ -194,8 +204,11 @@ class Trainer:
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "progress": {
-                "step": p.step, "epoch": p.epoch, "batch_in_epoch": p.batch_in_epoch,
-                "best_valid_loss": p.best_valid_loss, "skipped_steps": p.skipped_steps,
+                "step": p.step,
+                "epoch": p.epoch,
+                "batch_in_epoch": p.batch_in_epoch,
+                "best_valid_loss": p.best_valid_loss,
+                "skipped_steps": p.skipped_steps,
             },
             "rng": {
                 "torch": torch.get_rng_state(),
@@ -219,7 +232,9 @@ class Trainer:
             self.model.load_state_dict(state["model"])
         except RuntimeError as exc:
             first = str(exc).splitlines()[1].strip() if "\n" in str(exc) else str(exc)
-            raise CheckpointError(f"{where}: model shape does not match the config ({first})") from None
+            raise CheckpointError(
+                f"{where}: model shape does not match the config ({first})"
+            ) from None
         self.optimizer.load_state_dict(state["optimizer"])
         self.progress = Progress(**state["progress"])
         torch.set_rng_state(state["rng"]["torch"])
@@ -238,8 +253,14 @@ class Trainer:
         cfg, p = self.cfg, self.progress
         steps_per_epoch = math.ceil(len(self.sampler.batches(0)) / cfg.accum_steps)
         total = cfg.max_steps or cfg.epochs * steps_per_epoch
-        bar = tqdm(total=total, initial=p.step, unit="step", dynamic_ncols=True,
-                   disable=None, file=sys.stderr)
+        bar = tqdm(
+            total=total,
+            initial=p.step,
+            unit="step",
+            dynamic_ncols=True,
+            disable=None,
+            file=sys.stderr,
+        )
         window_tokens, window_start = 0, time.perf_counter()
         with _StopOnSignal(self):
             while p.step < total and p.epoch < cfg.epochs:
@@ -309,8 +330,11 @@ class Trainer:
         self._validate_and_sample()
         self.save(self.paths.latest)
         self.logger.close()
-        log.info("training finished at step %d; checkpoints in %s", self.progress.step,
-                 self.paths.weights_dir)
+        log.info(
+            "training finished at step %d; checkpoints in %s",
+            self.progress.step,
+            self.paths.weights_dir,
+        )
 
     def _check_finite(self, loss: float, grad_norm: float) -> None:
         if math.isfinite(loss) and math.isfinite(grad_norm):
@@ -347,8 +371,11 @@ class _StopOnSignal:
         if self.trainer.stop_requested and signum == signal.SIGINT:
             raise KeyboardInterrupt
         self.trainer.stop_requested = True
-        print(f"\n{signal.Signals(signum).name}: stopping after this step and saving a checkpoint "
-              "(Ctrl-C again to quit at once)", file=sys.stderr)
+        print(
+            f"\n{signal.Signals(signum).name}: stopping after this step and saving a checkpoint "
+            "(Ctrl-C again to quit at once)",
+            file=sys.stderr,
+        )
 
     def __enter__(self) -> _StopOnSignal:
         import threading
@@ -367,8 +394,13 @@ class _StopOnSignal:
 
 
 def train_command(
-    config_path: Path | None, overrides: list[str], run: str | None, resume: str | None,
-    device_name: str | None, runs_root: Path = Path("runs"), weights_root: Path = Path("weights"),
+    config_path: Path | None,
+    overrides: list[str],
+    run: str | None,
+    resume: str | None,
+    device_name: str | None,
+    runs_root: Path = Path("runs"),
+    weights_root: Path = Path("weights"),
 ) -> Trainer:
     """`translator train`: build everything from the config and train; resume when asked."""
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
@@ -391,15 +423,25 @@ def train_command(
     start = time.perf_counter()
     data = prepare_data(config, paths)
     save_config(config, paths.config)
-    model = build_model(config.model, data.src_tokenizer.get_vocab_size(),
-                        data.tgt_tokenizer.get_vocab_size())
-    log.info("data: %s; %s train / %s valid pairs; vocab %s src / %s tgt",
-             data.stats.summary(), f"{len(data.train):,}", f"{len(data.valid):,}",
-             f"{data.src_tokenizer.get_vocab_size():,}", f"{data.tgt_tokenizer.get_vocab_size():,}")
-    log.info("model: %s parameters; device %s; precision %s; run %s (events in %s)",
-             f"{count_parameters(model):,}", device.type,
-             "bf16" if autocast_dtype(config.train.precision, device) else "fp32",
-             paths.name, paths.log_dir)
+    model = build_model(
+        config.model, data.src_tokenizer.get_vocab_size(), data.tgt_tokenizer.get_vocab_size()
+    )
+    log.info(
+        "data: %s; %s train / %s valid pairs; vocab %s src / %s tgt",
+        data.stats.summary(),
+        f"{len(data.train):,}",
+        f"{len(data.valid):,}",
+        f"{data.src_tokenizer.get_vocab_size():,}",
+        f"{data.tgt_tokenizer.get_vocab_size():,}",
+    )
+    log.info(
+        "model: %s parameters; device %s; precision %s; run %s (events in %s)",
+        f"{count_parameters(model):,}",
+        device.type,
+        "bf16" if autocast_dtype(config.train.precision, device) else "fp32",
+        paths.name,
+        paths.log_dir,
+    )
     trainer = Trainer(config, model, data, paths, device, TensorBoardLogger(paths.log_dir))
     if resume_path is not None:
         trainer.load_state_dict(load_checkpoint(resume_path, map_location=device), resume_path)

@@ -88,4 +88,19 @@ def _run(fn: Callable[[], Any]) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    sys.argv[1:] = _bare_resume_means_latest(sys.argv[1:])
     app()
+
+
+def _bare_resume_means_latest(args: list[str]) -> list[str]:
+    """`--resume` followed by another option (or nothing) means `--resume=latest`.
+
+    Click would otherwise take the next option, e.g. `--set`, as the checkpoint path.
+    """
+    out = []
+    for i, arg in enumerate(args):
+        following = args[i + 1] if i + 1 < len(args) else None
+        if arg == "--resume" and (following is None or following.startswith("-")):
+            arg = "--resume=latest"
+        out.append(arg)
+    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -94,7 +95,7 @@ class TrainConfig:
     seed: int = 1234
     epochs: int = 20
     max_steps: int | None = None
-    """Stop after this many optimizer steps; null means train for `epochs`."""
+    """Stop after this many optimizer steps (then `epochs` is ignored); null: train for `epochs`."""
     batch_tokens: int = 4096
     """Token budget per batch: batch size x longest sequence in it stays within this."""
     accum_steps: int = 1
@@ -294,9 +295,11 @@ def _coerce(value: Any, hint: Any, key: str, origin: str) -> Any:
         return float(value)
     if hint is float and isinstance(value, str):
         try:  # YAML 1.1 reads "1e-4" as a string; accept it as the number it plainly is
-            return float(value)
+            value = float(value)
         except ValueError:
             pass
+    if hint is float and isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{origin}: {key} must be a finite number, got {value!r}")
     if hint is int and isinstance(value, bool) or not isinstance(value, hint):
         raise ConfigError(
             f"{origin}: {key} must be {_type_name(hint)}, got {value!r} ({type(value).__name__})"

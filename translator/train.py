@@ -263,7 +263,8 @@ class Trainer:
         )
         window_tokens, window_start = 0, time.perf_counter()
         with _StopOnSignal(self):
-            while p.step < total and p.epoch < cfg.epochs:
+            # max_steps, when set, overrides epochs
+            while p.step < total and (cfg.max_steps is not None or p.epoch < cfg.epochs):
                 batches = self.sampler.batches(p.epoch)
                 while p.batch_in_epoch < len(batches) and p.step < total:
                     group = batches[p.batch_in_epoch : p.batch_in_epoch + cfg.accum_steps]
@@ -274,7 +275,7 @@ class Trainer:
                     p.step += 1
                     self.losses.append(loss)
                     window_tokens += sum(b.n_tgt_tokens for b in step_batches)
-                    if p.step % cfg.log_every == 0 or p.step == 1:
+                    if p.step % cfg.log_every == 0 or p.step in (1, total):
                         elapsed = time.perf_counter() - window_start
                         tok_s = window_tokens / max(elapsed, 1e-9)
                         self._log_train(bar, loss, grad_norm, tok_s)

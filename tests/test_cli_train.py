@@ -1,0 +1,168 @@
+"""`translator train` end to end, as a user runs it: real processes, real files, real TensorBoard."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import torch
+from conftest import ROOT
+
+TINY = str(ROOT / "configs" / "tiny.yaml")
+
+
+def translator(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "translator", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def scalars(log_dir: Path, tag: str) -> list[tuple[int, float]]:
+    """(step, value) pairs of one scalar tag, read back from the event files."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(log_dir))
+    acc.Reload()
+    return [(e.step, e.value) for e in acc.Scalars(tag)]
+
+
+def checkpoint_step(path: Path) -> int:
+    return torch.load(path, weights_only=True)["progress"]["step"]
+
+
+def test_train_writes_events_checkpoints_and_resumes(corpus: Path) -> None:
+    args = ["train", "--config", TINY, "--set", f"data.source={corpus}", "--run", "demo"]
+    first = translator(*args, "--set", "train.max_steps=12")
+    assert first.returncode == 0, first.stderr
+    weights = Path("weights/demo")
+    for name in (
+        "config.yaml",
+        "split.json",
+        "tokenizer_src.json",
+        "tokenizer_tgt.json",
+        "latest.pt",
+        "best.pt",
+    ):
+        assert (weights / name).is_file(), name
+    assert checkpoint_step(weights / "latest.pt") == 12
+    losses = scalars(Path("runs/demo"), "train/loss")
+    assert [s for s, _ in losses][-1] == 12 and all(v > 0 for _, v in losses)
+    assert scalars(Path("runs/demo"), "valid/loss")
+
+    resumed = translator(*args, "--resume", "--set", "train.max_steps=20")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed from weights/demo/latest.pt at step 12" in resumed.stderr
+    assert checkpoint_step(weights / "latest.pt") == 20
+    steps = [s for s, _ in scalars(Path("runs/demo"), "train/loss")]
+    assert max(steps) == 20 and 15 in steps  # logging continued after the saved step
+
+
+def test_train_resolves_run_name_from_config_and_writes_resolved_config(corpus: Path) -> None:
+    result = translator(
+        "train",
+        "--config",
+        TINY,
+        "--set",
+        f"data.source={corpus}",
+        "--set",
+        "train.max_steps=2",
+        "--set",
+        "model.activation=gelu",
+    )
+    assert result.returncode == 0, result.stderr
+    resolved = (Path("weights/tiny/config.yaml")).read_text()
+    assert "activation: gelu" in resolved and str(corpus) in resolved
+    assert Path("runs/tiny").is_dir()
+
+
+def test_sigint_saves_a_checkpoint_and_says_how_to_resume(corpus: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "translator",
+            "train",
+            "--config",
+            TINY,
+            "--run",
+            "int",
+            "--set",
+            f"data.source={corpus}",
+            "--set",
+            "train.max_steps=100000",
+            "--set",
+            "train.epochs=100000",
+            "--set",
+            "train.eval_every=0",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+    for line in proc.stderr:  # wait until the loop runs
+        if "ready to train" in line or time.time() > deadline:
+            break
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "translator train --run int --resume" in err and "Traceback" not in err
+    step = checkpoint_step(Path("weights/int/latest.pt"))
+    assert f"interrupted at step {step}" in err and step > 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_tensorboard_serves_the_loss_curve(corpus: Path) -> None:
+    result = translator(
+        "train",
+        "--config",
+        TINY,
+        "--set",
+        f"data.source={corpus}",
+        "--run",
+        "tb",
+        "--set",
+        "train.max_steps=10",
+    )
+    assert result.returncode == 0, result.stderr
+    port = free_port()
+    tensorboard = Path(sys.executable).with_name("tensorboard")
+    server = subprocess.Popen(
+        [str(tensorboard), "--logdir", "runs", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ},
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?run=tb&tag=train%2Floss"
+        series, deadline = None, time.time() + 60
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    series = json.load(response)
+                if series:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        assert series, "TensorBoard never served the train/loss series"
+        steps = [point[1] for point in series]
+        assert steps[-1] == 10 and all(point[2] > 0 for point in series)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

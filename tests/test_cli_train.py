@@ -1,4 +1,4 @@
-"""`translator train` end to end, as a user runs it: real processes, real files, real TensorBoard."""
+"""`translator train` end to end as a user runs it: real processes, files and TensorBoard."""
 
 from __future__ import annotations
 

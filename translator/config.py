@@ -62,6 +62,9 @@ class ModelConfig:
     decoder_layers: int = 6
     d_ff: int = 2048
     dropout: float = 0.1
+    """Dropout on embeddings, sublayer outputs and the FFN's hidden layer (the paper's P_drop)."""
+    attention_dropout: float = 0.0
+    """Dropout on attention weights (not in the paper; above 0 it rules out fused CPU kernels)."""
     norm: Literal["pre", "post"] = "pre"
     """`pre`: LayerNorm before each sublayer (stable); `post`: after the residual (the paper's)."""
     activation: Literal["relu", "gelu"] = "relu"
@@ -88,6 +91,7 @@ class ModelConfig:
                 f"model.n_heads ({self.n_heads})"
             )
         _unit_interval(self.dropout, "model.dropout")
+        _unit_interval(self.attention_dropout, "model.attention_dropout")
 
 
 @dataclass(frozen=True)

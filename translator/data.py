@@ -265,10 +265,10 @@ def collate(
 
 
 def _pad(seqs: Sequence[list[int]], pad_id: int) -> torch.Tensor:
-    out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
+    out = np.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=np.int64)
     for row, seq in enumerate(seqs):
-        out[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-    return out
+        out[row, : len(seq)] = seq
+    return torch.from_numpy(out)
 
 
 class TokenBatchSampler:

@@ -136,7 +136,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         pre = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.attn_block = Residual(cfg.d_model, cfg.dropout, pre)
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre)
@@ -150,8 +150,8 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         pre = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.self_block = Residual(cfg.d_model, cfg.dropout, pre)
         self.cross_block = Residual(cfg.d_model, cfg.dropout, pre)

@@ -112,6 +112,7 @@ class Trainer:
             betas=(0.9, 0.98),
             eps=1e-9,
             weight_decay=self.cfg.weight_decay,
+            fused=device.type in ("cpu", "cuda"),
         )
         self.amp_dtype = autocast_dtype(self.cfg.precision, device)
         self.progress = Progress()

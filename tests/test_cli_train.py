@@ -166,3 +166,13 @@ def test_tensorboard_serves_the_loss_curve(corpus: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_unreachable_hub_fails_fast_with_a_hint() -> None:
+    start = time.time()
+    result = translator("train", "--config", TINY, "--set", "data.source=opus_books")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: data.source: could not load 'opus_books'")
+    assert "--set data.source=" in lines[-1] and "Traceback" not in result.stderr
+    assert time.time() - start < 60

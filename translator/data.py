@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 import numpy as np
 import torch
@@ -121,20 +124,41 @@ def read_hub_pairs(cfg: DataConfig) -> list[Pair]:
     """Load the `train` split of a Hugging Face hub dataset; fail fast and clearly when offline."""
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "20")
+    online = _hub_reachable()
+    if not online:
+        # Offline mode: a copy already in the cache still loads; otherwise fail at once, not
+        # after a minute of retries.
+        os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
     import datasets
 
+    datasets.logging.set_verbosity_error()
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     name = cfg.hub_config or f"{cfg.lang_src}-{cfg.lang_tgt}"
     cache_dir = dataset_cache_dir(cfg)
     try:
         ds = datasets.load_dataset(cfg.source, name, split="train", cache_dir=str(cache_dir))
     except Exception as exc:  # connection, DNS, missing dataset: all end the same way for a user
         reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        if not online:
+            reason = "the hub cannot be reached from this machine and no cached copy was found"
         raise DataError(
             f"data.source: could not load {cfg.source!r} ({name}) from the Hugging Face hub "
             f"({reason}); to use local files, pass --set data.source=path/to/pairs.jsonl "
             "(opus_books schema), .parquet or .tsv"
         ) from None
     return [(row[cfg.lang_src], row[cfg.lang_tgt]) for row in ds["translation"]]
+
+
+def _hub_reachable(timeout: float = 5.0) -> bool:
+    """Whether the hub's host accepts a TCP connection (False at once when DNS fails)."""
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
 
 
 def dataset_cache_dir(cfg: DataConfig) -> Path:

@@ -6,11 +6,14 @@ weights/<name>/   config.yaml, split.json, tokenizer_{src,tgt}.json, latest.pt, 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from tokenizers import Tokenizer
 
 from translator.checkpoint import BEST, LATEST
@@ -52,6 +55,10 @@ class RunPaths:
         return self.weights_dir / "split.json"
 
     @property
+    def encoded(self) -> Path:
+        return self.weights_dir / "encoded.npz"
+
+    @property
     def latest(self) -> Path:
         return self.weights_dir / LATEST
 
@@ -88,7 +95,15 @@ class PreparedData:
 
 
 def prepare_data(config: Config, paths: RunPaths) -> PreparedData:
-    """Read, clean and split the corpus; train (or reuse) the tokenizers; encode and filter."""
+    """Read, clean and split the corpus; train (or reuse) the tokenizers; encode and filter.
+
+    The result is cached in the run directory (encoded.npz) and reused while the corpus file and
+    the data settings are unchanged, so a resumed run starts without re-reading the corpus.
+    """
+    key = _cache_key(config)
+    cached = load_encoded(paths, key)
+    if cached is not None:
+        return cached
     stats = FilterStats()
     pairs = clean_pairs(read_pairs(config.data), stats, dedup=config.data.dedup)
     train_idx, valid_idx = load_or_make_split(paths.split, len(pairs), config)
@@ -114,7 +129,75 @@ def prepare_data(config: Config, paths: RunPaths) -> PreparedData:
             f"data.source {config.data.source}: no training pairs left after filtering "
             f"({stats.summary()}); check data.lang_src/lang_tgt and data.max_len"
         )
-    return PreparedData(src_tok, tgt_tok, train_ds, valid_ds, [valid_pairs[i] for i in kept], stats)
+    data = PreparedData(src_tok, tgt_tok, train_ds, valid_ds, [valid_pairs[i] for i in kept], stats)
+    save_encoded(paths, key, data)
+    return data
+
+
+def _cache_key(config: Config) -> str:
+    """Identifies the prepared data: data and tokenizer settings, seed, corpus file stat."""
+    source = Path(config.data.source).expanduser()
+    stat = source.stat() if source.is_file() else None
+    ident = {
+        "data": dataclasses.asdict(config.data),
+        "tokenizer": dataclasses.asdict(config.tokenizer),
+        "seed": config.train.seed,
+        "file": [str(source.resolve()), stat.st_size, stat.st_mtime_ns] if stat else None,
+    }
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+
+
+def save_encoded(paths: RunPaths, key: str, data: PreparedData) -> None:
+    """Cache the encoded datasets and validation text as flat arrays (no pickle)."""
+    arrays: dict[str, np.ndarray] = {"key": np.array(key)}
+    for split, ds in (("train", data.train), ("valid", data.valid)):
+        for side, seqs in (("src", ds.src_ids), ("tgt", ds.tgt_ids)):
+            arrays[f"{split}_{side}_ids"] = np.fromiter(
+                (i for seq in seqs for i in seq), dtype=np.int32
+            )
+            arrays[f"{split}_{side}_len"] = np.array([len(q) for q in seqs], dtype=np.int32)
+    arrays["valid_text"] = np.array([t for pair in data.valid_pairs for t in pair], dtype=str)
+    arrays["stats"] = np.array(dataclasses.astuple(data.stats), dtype=np.int64)
+    tmp = paths.encoded.with_name(".encoded.tmp.npz")
+    np.savez(tmp, **arrays)
+    tmp.replace(paths.encoded)
+
+
+def load_encoded(paths: RunPaths, key: str) -> PreparedData | None:
+    """The cached prepared data, or None when missing, stale or unreadable."""
+    files = (paths.encoded, paths.tokenizer("src"), paths.tokenizer("tgt"))
+    if not all(f.is_file() for f in files):
+        return None
+    try:
+        with np.load(paths.encoded, allow_pickle=False) as z:
+            if str(z["key"]) != key:
+                return None
+            datasets = {}
+            for split in ("train", "valid"):
+                sides = [
+                    _unflatten(z[f"{split}_{side}_ids"], z[f"{split}_{side}_len"])
+                    for side in ("src", "tgt")
+                ]
+                datasets[split] = BilingualDataset(*sides)
+            text = z["valid_text"].tolist()
+            stats = FilterStats(*z["stats"].tolist())
+    except (OSError, ValueError, KeyError):
+        return None
+    return PreparedData(
+        load_tokenizer(paths.tokenizer("src")),
+        load_tokenizer(paths.tokenizer("tgt")),
+        datasets["train"],
+        datasets["valid"],
+        list(zip(text[0::2], text[1::2], strict=True)),
+        stats,
+    )
+
+
+def _unflatten(flat: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
+    ends = np.cumsum(lengths).tolist()
+    starts = [0, *ends[:-1]]
+    values = flat.tolist()
+    return [values[a:b] for a, b in zip(starts, ends, strict=True)]
 
 
 def load_or_make_split(path: Path, n_pairs: int, config: Config) -> tuple[list[int], list[int]]:

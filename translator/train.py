@@ -299,6 +299,8 @@ class Trainer:
         self.logger.scalar("train/grad_norm", grad_norm, step)
         self.logger.scalar("train/tokens_per_s", tok_s, step)
         bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}", refresh=False)
+        if bar.disable:  # no terminal (a log file, CI): one line per logging interval instead
+            log.info("step %d  loss %.4f  lr %.2e  tokens/s %.0f", step, loss, lr, tok_s)
 
     def _periodic(self, step: int, total: int) -> None:
         if step == total:

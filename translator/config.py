@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import yaml
 
-from translator.errors import ConfigError
+from translator.errors import ConfigError, TranslatorError
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path} (see configs/ for examples)")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -199,6 +199,24 @@ def read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must be a mapping of sections (data:, model:, ...)")
     return raw
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` is not a key
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, typing.Hashable):
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice; keep one", key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep)
 
 
 def apply_override(raw: dict[str, Any], item: str) -> None:
@@ -214,7 +232,9 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         parsed = yaml.safe_load(value) if value.strip() else None
     except yaml.YAMLError:
         parsed = value
-    sub = raw.setdefault(section, {})
+    if raw.get(section) is None:  # absent, or an empty `section:` in the file
+        raw[section] = {}
+    sub = raw[section]
     if not isinstance(sub, dict):
         raise ConfigError(f"config section {section!r} must be a mapping")
     sub[name] = parsed
@@ -245,8 +265,17 @@ def config_from_dict(raw: dict[str, Any], origin: str = "config") -> Config:
 
 
 def save_config(config: Config, path: Path) -> None:
-    """Write the resolved config as YAML."""
-    path.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+    """Write the resolved config as YAML, atomically: a run killed meanwhile keeps the old one."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise TranslatorError(
+            f"could not write {path}: {exc.strerror or exc}; free some disk space or choose a "
+            "writable weights directory"
+        ) from None
 
 
 _SECTIONS: dict[str, type] = {

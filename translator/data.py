@@ -6,7 +6,7 @@ import json
 import logging
 import os
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -60,7 +60,8 @@ def _read_lines(path: Path) -> list[tuple[int, str]]:
     with path.open("rb") as f:
         for n, raw in enumerate(f, start=1):
             try:
-                line = raw.decode("utf-8").rstrip("\r\n")
+                # "utf-8-sig" on line 1: a byte-order mark (Windows editors) is not part of the text
+                line = raw.decode("utf-8-sig" if n == 1 else "utf-8").rstrip("\r\n")
             except UnicodeDecodeError as exc:
                 raise DataError(
                     f"{path}:{n}: not valid UTF-8 (byte {raw[exc.start]:#04x} at column "
@@ -337,9 +338,18 @@ class TokenBatchSampler:
         return batches
 
 
-def iterate_batches(
-    dataset: BilingualDataset, index_batches: Sequence[list[int]], start: int = 0
-) -> Iterator[Batch]:
-    """Collate the index batches from position `start` on."""
-    for indices in index_batches[start:]:
-        yield collate([dataset[i] for i in indices])
+def shard_batches(batches: list[list[int]], rank: int, world_size: int) -> list[list[int]]:
+    """This rank's share of an epoch's batches: every rank gets the same number, every example
+    lands on exactly one rank. Batches are split in two (largest first) until they divide evenly.
+    """
+    if world_size == 1:
+        return batches
+    batches = list(batches)
+    while len(batches) % world_size:
+        largest = max(range(len(batches)), key=lambda j: len(batches[j]))
+        if len(batches[largest]) < 2:
+            raise ValueError(f"too few examples to give each of {world_size} ranks a batch")
+        big = batches.pop(largest)
+        half = len(big) // 2
+        batches[largest:largest] = [big[:half], big[half:]]
+    return batches[rank::world_size]

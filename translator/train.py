@@ -14,11 +14,21 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from translator.checkpoint import load_checkpoint, save_checkpoint
 from translator.config import Config, load_config, save_config
-from translator.data import Batch, TokenBatchSampler, collate
+from translator.data import Batch, TokenBatchSampler, collate, shard_batches
 from translator.decode import greedy_decode
+from translator.distributed import (
+    all_reduce_sum,
+    barrier,
+    current_rank,
+    init_distributed,
+    launched_by_torchrun,
+    shutdown,
+)
 from translator.errors import CheckpointError, ConfigError, TranslatorError
 from translator.metrics import Logger, NullLogger, TensorBoardLogger
 from translator.model import Transformer, build_model, count_parameters
@@ -102,8 +112,18 @@ class Trainer:
         logger: Logger | None = None,
     ) -> None:
         self.config, self.cfg = config, config.train
+        self.rank = current_rank()
         self.model = model.to(device)
-        self.step_model = torch.compile(self.model) if self.cfg.compile else self.model
+        # step_model runs the training forward: DDP-wrapped across ranks, optionally compiled
+        self.step_model: nn.Module = self.model
+        if self.rank.distributed:
+            self.step_model = DistributedDataParallel(
+                self.model,
+                device_ids=[device] if device.type == "cuda" else None,
+                forward_sync_buffers=False,  # the only buffer, the position table, is constant
+            )
+        if self.cfg.compile:
+            self.step_model = torch.compile(self.step_model)
         self.data, self.paths, self.device = data, paths, device
         self.logger = logger or NullLogger()
         self.optimizer = torch.optim.Adam(
@@ -119,7 +139,9 @@ class Trainer:
         self.sampler = TokenBatchSampler(
             data.train.src_lengths(), data.train.tgt_lengths(), self.cfg.batch_tokens, self.cfg.seed
         )
-        self.stop_requested = False
+        self.stop_requested = False  # set by a signal handler
+        self.stop_agreed = False  # all ranks saw a stop request before the last step
+        self.last_step_tokens = 0  # real target tokens of the last step, all ranks together
         self.losses: list[float] = []  # per-step training losses of this process, for tests
 
     # ---- one step
@@ -129,11 +151,13 @@ class Trainer:
             return nullcontext()
         return torch.autocast(self.device.type, dtype=self.amp_dtype)
 
-    def batch_loss(self, batch: Batch, label_smoothing: float) -> torch.Tensor:
-        """Summed cross-entropy over the batch's real target tokens."""
+    def batch_loss(
+        self, batch: Batch, label_smoothing: float, model: nn.Module | None = None
+    ) -> torch.Tensor:
+        """Summed cross-entropy over the batch's real target tokens (by default, of step_model)."""
         select = batch.tgt_out != PAD_ID
         with self.autocast():
-            logits = self.step_model(batch.src, batch.tgt_in, select)  # (N, V)
+            logits = (model or self.step_model)(batch.src, batch.tgt_in, select)  # (N, V)
         return F.cross_entropy(
             logits.float(), batch.tgt_out[select], reduction="sum", label_smoothing=label_smoothing
         )
@@ -148,13 +172,24 @@ class Trainer:
         lr = learning_rate(self.progress.step, self.cfg)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        n_tokens = sum(b.n_tgt_tokens for b in batches)
+        # Normalise by the real target tokens of all batches on all ranks together. DDP averages
+        # gradients over ranks, hence the factor world_size. The stop flag rides along, so that
+        # every rank stops after the same step.
+        local_tokens = sum(b.n_tgt_tokens for b in batches)
+        n_tokens, stops = all_reduce_sum([local_tokens, float(self.stop_requested)], self.device)
+        self.stop_agreed = stops > 0
+        self.last_step_tokens = int(n_tokens)
+        scale = self.rank.world_size / n_tokens
         total = 0.0
-        for batch in batches:
+        for i, batch in enumerate(batches):
             batch = batch.to(self.device)
-            loss = self.batch_loss(batch, self.cfg.label_smoothing) / n_tokens
-            loss.backward()
-            total += loss.item()
+            final = i == len(batches) - 1
+            with nullcontext() if final or not self.rank.distributed else self.step_model.no_sync():
+                loss = self.batch_loss(batch, self.cfg.label_smoothing) * scale
+                loss.backward()
+            total += loss.item() / self.rank.world_size
+        if self.rank.distributed:
+            total = all_reduce_sum([total], self.device)[0]
         clip = self.cfg.clip_norm if self.cfg.clip_norm is not None else math.inf
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
         if not (math.isfinite(total) and math.isfinite(grad_norm)):
@@ -179,7 +214,7 @@ class Trainer:
         total, count = 0.0, 0
         for indices in sampler.batches(0):
             batch = collate([valid[i] for i in indices]).to(self.device)
-            total += float(self.batch_loss(batch, 0.0))
+            total += float(self.batch_loss(batch, 0.0, self.model))  # rank 0 alone: no DDP
             count += batch.n_tgt_tokens
         return total / count
 
@@ -208,6 +243,7 @@ class Trainer:
                 "step": p.step,
                 "epoch": p.epoch,
                 "batch_in_epoch": p.batch_in_epoch,
+                "world_size": self.rank.world_size,
                 "best_valid_loss": p.best_valid_loss,
                 "skipped_steps": p.skipped_steps,
             },
@@ -237,13 +273,29 @@ class Trainer:
                 f"{where}: model shape does not match the config ({first})"
             ) from None
         self.optimizer.load_state_dict(state["optimizer"])
-        self.progress = Progress(**state["progress"])
+        progress = dict(state["progress"])
+        saved_world = progress.pop("world_size", 1)
+        if saved_world != self.rank.world_size:
+            # Positions count this rank's share of an epoch's batches; carry the same number of
+            # batches consumed over to the new number of ranks.
+            progress["batch_in_epoch"] = (
+                progress["batch_in_epoch"] * saved_world // (self.rank.world_size)
+            )
+        self.progress = Progress(**progress)
         torch.set_rng_state(state["rng"]["torch"])
         if state["rng"]["cuda"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+        if self.rank.rank > 0:  # distinct dropout streams per rank
+            torch.manual_seed(self.cfg.seed * 7919 + self.rank.rank * 104729 + self.progress.step)
 
     def save(self, path: Path) -> None:
-        save_checkpoint(self.state_dict(), path)
+        """Write a checkpoint (rank 0 only: the weights are the same on every rank)."""
+        if self.rank.is_main:
+            save_checkpoint(self.state_dict(), path)
+
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        """This rank's batches (lists of example indices) for `epoch`."""
+        return shard_batches(self.sampler.batches(epoch), self.rank.rank, self.rank.world_size)
 
     # ---- the loop
 
@@ -252,45 +304,50 @@ class Trainer:
         from tqdm import tqdm
 
         cfg, p = self.cfg, self.progress
-        steps_per_epoch = math.ceil(len(self.sampler.batches(0)) / cfg.accum_steps)
+        steps_per_epoch = math.ceil(len(self.epoch_batches(0)) / cfg.accum_steps)
         total = cfg.max_steps or cfg.epochs * steps_per_epoch
         bar = tqdm(
             total=total,
             initial=p.step,
             unit="step",
             dynamic_ncols=True,
-            disable=None,
+            disable=None if self.rank.is_main else True,
             file=sys.stderr,
         )
-        window_tokens, window_start = 0, time.perf_counter()
+        self._window = (0, time.perf_counter())  # target tokens and start of the log window
         with _StopOnSignal(self):
             # max_steps, when set, overrides epochs
             while p.step < total and (cfg.max_steps is not None or p.epoch < cfg.epochs):
-                batches = self.sampler.batches(p.epoch)
+                batches = self.epoch_batches(p.epoch)
                 while p.batch_in_epoch < len(batches) and p.step < total:
                     group = batches[p.batch_in_epoch : p.batch_in_epoch + cfg.accum_steps]
-                    step_batches = [collate([self.data.train[i] for i in ids]) for ids in group]
-                    loss, grad_norm = self.train_step(step_batches)
-                    p.batch_in_epoch += len(group)
-                    self._check_finite(loss, grad_norm)
-                    p.step += 1
-                    self.losses.append(loss)
-                    window_tokens += sum(b.n_tgt_tokens for b in step_batches)
-                    if p.step % cfg.log_every == 0 or p.step in (1, total):
-                        elapsed = time.perf_counter() - window_start
-                        tok_s = window_tokens / max(elapsed, 1e-9)
-                        self._log_train(bar, loss, grad_norm, tok_s)
-                        window_tokens, window_start = 0, time.perf_counter()
-                    bar.update(1)
-                    self._periodic(p.step, total)
-                    if self.stop_requested:
-                        bar.close()
-                        self._stop_interrupted()
+                    self._fit_step(group, total, bar)
                 if p.batch_in_epoch >= len(batches):
                     p.epoch, p.batch_in_epoch = p.epoch + 1, 0
         bar.close()
         self._end_of_training()
         return p
+
+    def _fit_step(self, group: list[list[int]], total: int, bar: Any) -> None:
+        """Train on one group of batches, then log, evaluate, save and stop as due."""
+        p = self.progress
+        loss, grad_norm = self.train_step([collate([self.data.train[i] for i in g]) for g in group])
+        p.batch_in_epoch += len(group)
+        self._check_finite(loss, grad_norm)
+        p.step += 1
+        self.losses.append(loss)
+        tokens, since = self._window
+        tokens += self.last_step_tokens
+        if p.step % self.cfg.log_every == 0 or p.step in (1, total):
+            self._log_train(bar, loss, grad_norm, tokens / max(time.perf_counter() - since, 1e-9))
+            tokens, since = 0, time.perf_counter()
+        self._window = (tokens, since)
+        bar.update(1)
+        self._periodic(p.step, total)
+        # every rank must agree to stop after the same step (a signal may reach them apart)
+        if self.stop_agreed if self.rank.distributed else self.stop_requested:
+            bar.close()
+            self._stop_interrupted()
 
     def _log_train(self, bar: Any, loss: float, grad_norm: float, tok_s: float) -> None:
         step, lr = self.progress.step, learning_rate(self.progress.step - 1, self.cfg)
@@ -303,7 +360,8 @@ class Trainer:
             log.info("step %d  loss %.4f  lr %.2e  tokens/s %.0f", step, loss, lr, tok_s)
 
     def _periodic(self, step: int, total: int) -> None:
-        if step == total:
+        # Only rank 0 evaluates and saves; the others wait for it in the next step's all-reduce.
+        if step == total or not self.rank.is_main:
             return  # the end of training evaluates and saves anyway
         if self.cfg.eval_every and step % self.cfg.eval_every == 0:
             self._validate_and_sample()
@@ -331,8 +389,10 @@ class Trainer:
         return valid_loss
 
     def _end_of_training(self) -> None:
-        self._validate_and_sample()
-        self.save(self.paths.latest)
+        if self.rank.is_main:
+            self._validate_and_sample()
+            self.save(self.paths.latest)
+        barrier()
         self.logger.close()
         log.info(
             "training finished at step %d; checkpoints in %s",
@@ -357,6 +417,7 @@ class Trainer:
 
     def _stop_interrupted(self) -> None:
         self.save(self.paths.latest)
+        barrier()
         self.logger.close()
         raise TrainingError(
             f"interrupted at step {self.progress.step}; checkpoint saved to {self.paths.latest}; "
@@ -406,8 +467,30 @@ def train_command(
     runs_root: Path = Path("runs"),
     weights_root: Path = Path("weights"),
 ) -> Trainer:
-    """`translator train`: build everything from the config and train; resume when asked."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    """`translator train`: build everything from the config and train; resume when asked.
+
+    Under torchrun, every process runs this; rank 0 alone prepares the data, logs and saves.
+    """
+    if launched_by_torchrun():
+        init_distributed(resolve_device(device_name))
+    try:
+        return _train(config_path, overrides, run, resume, device_name, runs_root, weights_root)
+    finally:
+        shutdown()
+
+
+def _train(
+    config_path: Path | None,
+    overrides: list[str],
+    run: str | None,
+    resume: str | None,
+    device_name: str | None,
+    runs_root: Path,
+    weights_root: Path,
+) -> Trainer:
+    rank = current_rank()
+    level = logging.INFO if rank.is_main else logging.WARNING
+    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
     if run is None and config_path is None:
         raise ConfigError("train: give --config PATH (and/or --run NAME to resume a run)")
     paths = RunPaths.create(run or Path(config_path).stem, runs_root, weights_root)
@@ -421,15 +504,23 @@ def train_command(
     base = paths.config if resume_path is not None and paths.config.is_file() else config_path
     config = load_config(base, overrides)
     device = resolve_device(device_name)
-    paths.make()
+    if rank.distributed and device.type == "cuda":
+        device = torch.device("cuda", rank.local_rank)
     torch.manual_seed(config.train.seed)
 
     start = time.perf_counter()
-    data = prepare_data(config, paths)
-    save_config(config, paths.config)
+    if rank.is_main:  # tokenizers, split and encoded data are made once, then read by the others
+        paths.make()
+        data = prepare_data(config, paths)
+        save_config(config, paths.config)
+    barrier()
+    if not rank.is_main:
+        data = prepare_data(config, paths)
     model = build_model(
         config.model, data.src_tokenizer.get_vocab_size(), data.tgt_tokenizer.get_vocab_size()
     )
+    if rank.rank > 0:  # same initial weights everywhere, distinct dropout streams per rank
+        torch.manual_seed(config.train.seed * 7919 + rank.rank * 104729)
     log.info(
         "data: %s; %s train / %s valid pairs; vocab %s src / %s tgt",
         data.stats.summary(),
@@ -439,14 +530,16 @@ def train_command(
         f"{data.tgt_tokenizer.get_vocab_size():,}",
     )
     log.info(
-        "model: %s parameters; device %s; precision %s; run %s (events in %s)",
+        "model: %s parameters; device %s%s; precision %s; run %s (events in %s)",
         f"{count_parameters(model):,}",
         device.type,
+        f" x {rank.world_size} processes" if rank.distributed else "",
         "bf16" if autocast_dtype(config.train.precision, device) else "fp32",
         paths.name,
         paths.log_dir,
     )
-    trainer = Trainer(config, model, data, paths, device, TensorBoardLogger(paths.log_dir))
+    logger = TensorBoardLogger(paths.log_dir) if rank.is_main else NullLogger()
+    trainer = Trainer(config, model, data, paths, device, logger)
     if resume_path is not None:
         trainer.load_state_dict(load_checkpoint(resume_path, map_location=device), resume_path)
         log.info("resumed from %s at step %d", resume_path, trainer.progress.step)

@@ -20,9 +20,10 @@ import torch
 
 from translator.config import ModelConfig, load_config
 from translator.data import Batch, collate
+from translator.device import autocast_dtype, resolve_device
 from translator.model import build_model, count_parameters
 from translator.rundir import RunPaths, prepare_data
-from translator.train import Trainer, autocast_dtype, resolve_device
+from translator.train import Trainer
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/en-it/opensubs.jsonl"
 

@@ -36,6 +36,14 @@ def scalars(log_dir: Path, tag: str) -> list[tuple[int, float]]:
     return [(e.step, e.value) for e in acc.Scalars(tag)]
 
 
+def images(log_dir: Path, tag: str) -> list:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(log_dir), size_guidance={"images": 0})
+    acc.Reload()
+    return acc.Images(tag)
+
+
 def checkpoint_step(path: Path) -> int:
     return torch.load(path, weights_only=True)["progress"]["step"]
 
@@ -58,6 +66,8 @@ def test_train_writes_events_checkpoints_and_resumes(corpus: Path) -> None:
     losses = scalars(Path("runs/demo"), "train/loss")
     assert [s for s, _ in losses][-1] == 12 and all(v > 0 for _, v in losses)
     assert scalars(Path("runs/demo"), "valid/loss")
+    assert 0 <= scalars(Path("runs/demo"), "valid/bleu")[-1][1] <= 100
+    assert images(Path("runs/demo"), "valid/attention_1")  # cross-attention maps of a sample
 
     resumed = translator(*args, "--resume", "--set", "train.max_steps=20")
     assert resumed.returncode == 0, resumed.stderr

@@ -29,7 +29,12 @@ SetOpt = Annotated[
     typer.Option("--set", help="Override a config key: section.key=value (repeatable)."),
 ]
 RunOpt = Annotated[
-    str | None, typer.Option("--run", help="Run name (default: the config file's stem).")
+    str | None,
+    typer.Option(
+        "--run",
+        "--name",
+        help="Run name (default: the config file's stem). Under torchrun, spell it --name.",
+    ),
 ]
 DeviceOpt = Annotated[
     str | None, typer.Option("--device", help="cpu, cuda or mps (default: the best available).")
@@ -68,6 +73,101 @@ def train(
         from translator.train import train_command
 
         train_command(config, set_ or [], run, resume, device, runs_dir, weights_dir)
+
+    _run(go)
+
+
+ModelRunOpt = Annotated[
+    str | None,
+    typer.Option("--run", help="Run to use (default: the one trained last under --weights-dir)."),
+]
+CheckpointOpt = Annotated[
+    Path | None,
+    typer.Option("--checkpoint", help="Checkpoint file (default: the run's best.pt, else latest)."),
+]
+BeamOpt = Annotated[
+    int | None,
+    typer.Option("--beam", help="Beam size; 1 = greedy (default: the run's decode.beam)."),
+]
+
+
+@app.command()
+def validate(
+    run: ModelRunOpt = None,
+    checkpoint: CheckpointOpt = None,
+    beam: BeamOpt = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", help="Write the hypotheses here, one a line.")
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="YAML whose data: and decode: sections override."),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override data.* or decode.*: section.key=value (repeatable)."),
+    ] = None,
+    device: DeviceOpt = None,
+    runs_dir: RunsDirOpt = Path("runs"),
+    weights_dir: WeightsDirOpt = Path("weights"),
+) -> None:
+    """Score a checkpoint on its run's validation split: loss, BLEU and chrF (sacreBLEU)."""
+
+    def go() -> None:
+        from translator.evaluate import validate_command
+
+        validate_command(
+            run, checkpoint, beam, output, config, set_ or [], device, runs_dir, weights_dir
+        )
+
+    _run(go)
+
+
+@app.command()
+def translate(
+    text: Annotated[
+        list[str] | None,
+        typer.Argument(help="English sentences; with none, each line of stdin is one."),
+    ] = None,
+    run: ModelRunOpt = None,
+    checkpoint: CheckpointOpt = None,
+    beam: BeamOpt = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override decode.*: decode.key=value (repeatable)."),
+    ] = None,
+    attention: Annotated[
+        Path | None,
+        typer.Option("--attention", help="Save the attention maps to this image, e.g. att.png."),
+    ] = None,
+    attention_layer: Annotated[
+        int | None,
+        typer.Option("--attention-layer", help="Layer to draw, from 1 (default: the last)."),
+    ] = None,
+    attention_self: Annotated[
+        bool,
+        typer.Option("--attention-self", help="Draw encoder and decoder self-attention too."),
+    ] = False,
+    device: DeviceOpt = None,
+    weights_dir: WeightsDirOpt = Path("weights"),
+) -> None:
+    """Translate English to Italian: the arguments, or stdin line by line, to stdout."""
+
+    def go() -> None:
+        from translator.predict import translate_command
+
+        translate_command(
+            text or [],
+            run,
+            checkpoint,
+            beam,
+            set_ or [],
+            device,
+            weights_dir,
+            attention,
+            attention_layer,
+            attention_self,
+        )
 
     _run(go)
 

@@ -119,6 +119,10 @@ class TrainConfig:
     log_every: int = 10
     eval_every: int = 500
     """Validation loss and samples every this many steps; 0 turns it off (still runs at the end)."""
+    eval_bleu: bool = True
+    """At each evaluation also decode the validation split (greedy) for BLEU and chrF."""
+    best_metric: Literal["loss", "bleu"] = "loss"
+    """What `best.pt` is chosen by: the lowest validation loss or the highest BLEU."""
     n_samples: int = 3
     checkpoint_every: int = 500
     on_nonfinite: Literal["stop", "skip"] = "stop"
@@ -256,6 +260,8 @@ def config_from_dict(raw: dict[str, Any], origin: str = "config") -> Config:
     config = Config(**sections)
     for section in _SECTIONS:
         getattr(config, section).validate()
+    if config.train.best_metric == "bleu" and not config.train.eval_bleu:
+        raise ConfigError("train.best_metric bleu needs train.eval_bleu: true")
     if config.model.max_positions < config.data.max_len + 2:
         raise ConfigError(
             f"model.max_positions ({config.model.max_positions}) must be at least "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ def corpus_scores(hypotheses: list[str], references: list[str]) -> Scores:
 class Logger(Protocol):
     def scalar(self, tag: str, value: float, step: int) -> None: ...
     def text(self, tag: str, text: str, step: int) -> None: ...
+    def figure(self, tag: str, figure: Any, step: int) -> None: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
 
@@ -39,6 +40,9 @@ class NullLogger:
         pass
 
     def text(self, tag: str, text: str, step: int) -> None:
+        pass
+
+    def figure(self, tag: str, figure: Any, step: int) -> None:
         pass
 
     def flush(self) -> None:
@@ -61,6 +65,10 @@ class TensorBoardLogger:
 
     def text(self, tag: str, text: str, step: int) -> None:
         self.writer.add_text(tag, text, step)
+
+    def figure(self, tag: str, figure: Any, step: int) -> None:
+        """A matplotlib Figure, as an image."""
+        self.writer.add_figure(tag, figure, step, close=False)
 
     def flush(self) -> None:
         self.writer.flush()

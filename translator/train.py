@@ -21,6 +21,7 @@ from translator.checkpoint import load_checkpoint, save_checkpoint
 from translator.config import Config, load_config, save_config
 from translator.data import Batch, TokenBatchSampler, collate, shard_batches
 from translator.decode import greedy_decode
+from translator.device import autocast_dtype, resolve_device
 from translator.distributed import (
     all_reduce_sum,
     barrier,
@@ -30,6 +31,7 @@ from translator.distributed import (
     shutdown,
 )
 from translator.errors import CheckpointError, ConfigError, TranslatorError
+from translator.evaluate import evaluate_translations, validation_loss
 from translator.metrics import Logger, NullLogger, TensorBoardLogger
 from translator.model import Transformer, build_model, count_parameters
 from translator.rundir import PreparedData, RunPaths, prepare_data
@@ -42,37 +44,7 @@ class TrainingError(TranslatorError):
     """Training cannot go on (non-finite loss, interrupted)."""
 
 
-# --------------------------------------------------------------------------- device, precision
-
-
-def resolve_device(name: str | None) -> torch.device:
-    """The requested device, or the best available: CUDA, then MPS, then CPU."""
-    if name is None:
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda: no CUDA device is available; use --device cpu")
-    if name == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError("--device mps: MPS is not available on this machine; use --device cpu")
-    if name not in ("cpu", "cuda", "mps"):
-        raise ConfigError(f"--device {name}: expected cpu, cuda or mps")
-    return torch.device(name)
-
-
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """bf16 when asked for (or `auto` on a CUDA device that supports it), else None (fp32)."""
-    if precision == "fp32":
-        return None
-    if precision == "bf16":
-        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
-            raise ConfigError("train.precision bf16: this GPU does not support bf16; use fp32")
-        return torch.bfloat16
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
-        return torch.bfloat16
-    return None
+# --------------------------------------------------------------------------- schedule
 
 
 def learning_rate(step: int, cfg: Any) -> float:
@@ -98,6 +70,7 @@ class Progress:
     epoch: int = 0
     batch_in_epoch: int = 0
     best_valid_loss: float = math.inf
+    best_bleu: float = -math.inf
     skipped_steps: int = 0
 
 
@@ -201,32 +174,35 @@ class Trainer:
 
     # ---- evaluation
 
-    @torch.no_grad()
     def evaluate(self) -> float:
         """Validation loss: mean cross-entropy per real target token (no label smoothing)."""
-        self.model.eval()
-        valid = self.data.valid
-        if len(valid) == 0:
-            return math.nan
-        sampler = TokenBatchSampler(
-            valid.src_lengths(), valid.tgt_lengths(), self.cfg.batch_tokens, 0, shuffle=False
-        )
-        total, count = 0.0, 0
-        for indices in sampler.batches(0):
-            batch = collate([valid[i] for i in indices]).to(self.device)
-            total += float(self.batch_loss(batch, 0.0, self.model))  # rank 0 alone: no DDP
-            count += batch.n_tgt_tokens
-        return total / count
+        with self.autocast():
+            return validation_loss(self.model, self.data.valid, self.cfg.batch_tokens, self.device)
 
     def samples(self) -> list[tuple[str, str, str]]:
-        """(source, reference, greedy prediction) for the first few validation pairs."""
+        """(source, reference, greedy prediction) for the first few validation pairs; their
+        cross-attention maps go to TensorBoard as images."""
         n = min(self.cfg.n_samples, len(self.data.valid))
         if n == 0:
             return []
-        batch = collate([self.data.valid[i] for i in range(n)]).to(self.device)
+        items = [self.data.valid[i] for i in range(n)]
+        batch = collate(items).to(self.device)
         dec = self.config.decode
         with self.autocast():
             outputs = greedy_decode(self.model, batch.src, dec.max_len_a, dec.max_len_b)
+        if not isinstance(self.logger, NullLogger):
+            from translator.attention import translation_figure
+
+            for i, (item, out) in enumerate(zip(items, outputs, strict=True)):
+                fig = translation_figure(
+                    self.model,
+                    item["encoder_input"],
+                    out,
+                    self.data.src_tokenizer,
+                    self.data.tgt_tokenizer,
+                    dec,
+                )
+                self.logger.figure(f"valid/attention_{i + 1}", fig, self.progress.step)
         return [
             (src, ref, decode_ids(self.data.tgt_tokenizer, out))
             for (src, ref), out in zip(self.data.valid_pairs[:n], outputs, strict=True)
@@ -245,6 +221,7 @@ class Trainer:
                 "batch_in_epoch": p.batch_in_epoch,
                 "world_size": self.rank.world_size,
                 "best_valid_loss": p.best_valid_loss,
+                "best_bleu": p.best_bleu,
                 "skipped_steps": p.skipped_steps,
             },
             "rng": {
@@ -368,25 +345,43 @@ class Trainer:
         if step % self.cfg.checkpoint_every == 0:
             self.save(self.paths.latest)
 
-    def _validate_and_sample(self) -> float:
+    def _validate_and_sample(self) -> None:
+        """Validation loss (and BLEU/chrF), samples to the log and TensorBoard; keep the best."""
         from tqdm import tqdm
 
-        step = self.progress.step
+        step, p = self.progress.step, self.progress
         valid_loss = self.evaluate()
         self.logger.scalar("valid/loss", valid_loss, step)
+        lines = [f"step {step}: valid loss {valid_loss:.4f}"]
+        bleu = math.nan
+        if self.cfg.eval_bleu and len(self.data.valid):
+            with self.autocast():
+                _, scores = evaluate_translations(
+                    self.model, self.data, self.config.decode, self.device, beam=1, progress=False
+                )
+            bleu = scores.bleu
+            self.logger.scalar("valid/bleu", scores.bleu, step)
+            self.logger.scalar("valid/chrf", scores.chrf, step)
+            lines[0] += f", BLEU {scores.bleu:.2f}, chrF {scores.chrf:.2f} (greedy)"
         samples = self.samples()
         table = "| source | reference | prediction |\n|---|---|---|\n" + "\n".join(
             f"| {s} | {r} | {h} |" for s, r, h in samples
         )
         self.logger.text("valid/samples", table, step)
         self.logger.flush()
-        lines = [f"step {step}: valid loss {valid_loss:.4f}"]
         lines += [f"  src: {s}\n  ref: {r}\n  hyp: {h}" for s, r, h in samples]
         tqdm.write("\n".join(lines), file=sys.stderr)
-        if math.isfinite(valid_loss) and valid_loss < self.progress.best_valid_loss:
-            self.progress.best_valid_loss = valid_loss
+        improved = (
+            math.isfinite(bleu) and bleu > p.best_bleu
+            if self.cfg.best_metric == "bleu"
+            else math.isfinite(valid_loss) and valid_loss < p.best_valid_loss
+        )
+        if math.isfinite(valid_loss):
+            p.best_valid_loss = min(p.best_valid_loss, valid_loss)
+        if math.isfinite(bleu):
+            p.best_bleu = max(p.best_bleu, bleu)
+        if improved:
             self.save(self.paths.best)
-        return valid_loss
 
     def _end_of_training(self) -> None:
         if self.rank.is_main:

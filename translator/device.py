@@ -1,0 +1,37 @@
+"""Where to compute: the device (CUDA, then MPS, then CPU) and the autocast precision."""
+
+from __future__ import annotations
+
+import torch
+
+from translator.errors import ConfigError
+
+
+def resolve_device(name: str | None) -> torch.device:
+    """The requested device, or the best available: CUDA, then MPS, then CPU."""
+    if name is None:
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: no CUDA device is available; use --device cpu")
+    if name == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError("--device mps: MPS is not available on this machine; use --device cpu")
+    if name not in ("cpu", "cuda", "mps"):
+        raise ConfigError(f"--device {name}: expected cpu, cuda or mps")
+    return torch.device(name)
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """bf16 when asked for (or `auto` on a CUDA device that supports it), else None (fp32)."""
+    if precision == "fp32":
+        return None
+    if precision == "bf16":
+        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise ConfigError("train.precision bf16: this GPU does not support bf16; use fp32")
+        return torch.bfloat16
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return None

@@ -1,0 +1,326 @@
+"""Prediction: load a trained run for inference and translate text in batches.
+
+Loading a run for `translate` needs only its weights directory (checkpoint, tokenizers): no corpus,
+no `datasets`, no TensorBoard.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import torch
+from tokenizers import Tokenizer
+
+from translator.checkpoint import BEST, LATEST, load_checkpoint
+from translator.config import Config, DecodeConfig, apply_override, config_from_dict, read_yaml
+from translator.decode import translate_ids
+from translator.device import resolve_device
+from translator.errors import CheckpointError, ConfigError
+from translator.model import Transformer, build_model
+from translator.tokenizer import EOS_ID, PAD_ID, SOS_ID, decode_ids, fingerprint, load_tokenizer
+
+log = logging.getLogger("translator")
+
+
+# --------------------------------------------------------------------------- loading a run
+
+
+@dataclass
+class LoadedModel:
+    """A checkpoint ready to translate: its model (eval mode), config and tokenizers."""
+
+    model: Transformer
+    config: Config
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    checkpoint: Path
+    step: int
+    device: torch.device
+
+    @property
+    def max_source_tokens(self) -> int:
+        """Longest source the position table takes, in words ([SOS]/[EOS] excluded)."""
+        return self.config.model.max_positions - 2
+
+
+def find_checkpoint(
+    run: str | None, checkpoint: Path | None, weights_root: Path = Path("weights")
+) -> tuple[Path, Path]:
+    """The checkpoint to load and the run directory holding its tokenizers.
+
+    `--checkpoint` wins; otherwise the run's best.pt (else latest.pt); with neither option, the run
+    whose checkpoints were written last.
+    """
+    if run is not None:
+        if not run or "/" in run or run.startswith("."):
+            raise ConfigError(f"--run {run!r}: a run name is a plain directory name, e.g. cpu")
+        run_dir = weights_root / run
+        if not run_dir.is_dir():
+            known = ", ".join(sorted(d.name for d in _run_dirs(weights_root))) or "none"
+            raise CheckpointError(f"--run {run}: no directory {run_dir} (runs there: {known})")
+    elif checkpoint is not None:
+        run_dir = checkpoint.parent
+    else:
+        run_dir = most_recent_run(weights_root)
+    return (checkpoint or checkpoint_of_run(run_dir)), run_dir
+
+
+def checkpoint_of_run(run_dir: Path) -> Path:
+    """The run's best checkpoint, else its latest."""
+    for name in (BEST, LATEST):
+        if (run_dir / name).is_file():
+            return run_dir / name
+    raise CheckpointError(
+        f"{run_dir}: no {BEST} or {LATEST} yet; train the run first, or pass --checkpoint PATH"
+    )
+
+
+def most_recent_run(weights_root: Path) -> Path:
+    """The run directory under `weights_root` whose best.pt or latest.pt was written last."""
+    newest: tuple[float, Path] | None = None
+    for run_dir in _run_dirs(weights_root):
+        for name in (BEST, LATEST):
+            path = run_dir / name
+            if path.is_file() and (newest is None or path.stat().st_mtime > newest[0]):
+                newest = (path.stat().st_mtime, run_dir)
+    if newest is None:
+        raise CheckpointError(
+            f"no trained run in {weights_root}/; train one (translator train --config "
+            "configs/cpu.yaml), or choose one with --run NAME or --checkpoint PATH"
+        )
+    return newest[1]
+
+
+def _run_dirs(weights_root: Path) -> list[Path]:
+    return [d for d in weights_root.iterdir() if d.is_dir()] if weights_root.is_dir() else []
+
+
+def load_model(checkpoint: Path, run_dir: Path, device: torch.device) -> LoadedModel:
+    """Build the checkpoint's model from its own config and the run's tokenizers."""
+    state = load_checkpoint(checkpoint, map_location="cpu")
+    config = config_from_dict(state["config"], origin=f"{checkpoint} (config)")
+    src_tok, tgt_tok = (load_run_tokenizer(run_dir, side, checkpoint) for side in ("src", "tgt"))
+    for side, tok in (("src", src_tok), ("tgt", tgt_tok)):
+        if state["tokenizers"][side] != fingerprint(tok):
+            raise CheckpointError(
+                f"{checkpoint}: its {side} vocabulary differs from "
+                f"{run_dir / f'tokenizer_{side}.json'}; the checkpoint belongs to another run"
+            )
+    model = build_model(config.model, src_tok.get_vocab_size(), tgt_tok.get_vocab_size())
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        detail = str(exc).splitlines()[1].strip() if "\n" in str(exc) else str(exc)
+        raise CheckpointError(f"{checkpoint}: weights do not fit its config ({detail})") from None
+    model.to(device).eval()
+    step = int(state["progress"]["step"])
+    return LoadedModel(model, config, src_tok, tgt_tok, checkpoint, step, device)
+
+
+def load_run_tokenizer(run_dir: Path, side: str, checkpoint: Path) -> Tokenizer:
+    """The run's tokenizer for `side`, with an actionable error when it is missing or bad."""
+    path = run_dir / f"tokenizer_{side}.json"
+    if not path.is_file():
+        raise CheckpointError(
+            f"{checkpoint}: no {path.name} in {run_dir}; keep a checkpoint in its run directory "
+            "(weights/NAME/) beside the run's tokenizers"
+        )
+    try:
+        return load_tokenizer(path)
+    except Exception as exc:  # tokenizers raises plain Exceptions for a bad file
+        raise CheckpointError(f"{path}: not a readable tokenizer ({exc})") from None
+
+
+def override_config(
+    config: Config,
+    config_path: Path | None,
+    overrides: Iterable[str],
+    command: str,
+    sections: tuple[str, ...] = ("data", "decode"),
+) -> Config:
+    """The run's config with the `sections` settings of `config_path` and `--set` applied."""
+    raw = config.to_dict()
+    if config_path is not None:
+        for section, values in read_yaml(config_path).items():
+            if section in sections and values is not None:
+                if not isinstance(values, dict):
+                    raise ConfigError(f"{config_path}: section {section!r} must be a mapping")
+                raw[section].update(values)
+    for item in overrides:
+        if item.partition("=")[0].strip().split(".")[0] not in sections:
+            allowed = " and ".join(f"{s}.*" for s in sections)
+            raise ConfigError(
+                f"--set {item!r}: {command} takes only {allowed} settings; "
+                "the model and its training come from the checkpoint"
+            )
+        apply_override(raw, item)
+    return config_from_dict(raw, origin=str(config_path or "--set"))
+
+
+# --------------------------------------------------------------------------- translating
+
+
+def encode_sources(
+    tokenizer: Tokenizer, sentences: list[str], max_tokens: int, first_line: int = 1
+) -> list[list[int]]:
+    """Encoder inputs [SOS] words [EOS]; a sentence over `max_tokens` words is cut, with a warning.
+
+    Words the tokenizer does not know become [UNK].
+    """
+    encoded = []
+    for n, enc in enumerate(tokenizer.encode_batch(sentences)):
+        ids = enc.ids
+        if len(ids) > max_tokens:
+            log.warning(
+                "warning: line %d has %d words, more than the model's maximum of %d; "
+                "only its first %d are translated",
+                first_line + n,
+                len(ids),
+                max_tokens,
+                max_tokens,
+            )
+            ids = ids[:max_tokens]
+        encoded.append([SOS_ID, *ids, EOS_ID])
+    return encoded
+
+
+def decode_in_batches(
+    model: Transformer,
+    sources: list[list[int]],
+    cfg: DecodeConfig,
+    device: torch.device,
+    beam: int | None = None,
+    progress: bool = False,
+) -> list[list[int]]:
+    """Output ids for each encoder input, in input order; batches hold sentences of like length."""
+    from tqdm import tqdm
+
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)
+    outputs: list[list[int]] = [[] for _ in sources]
+    beam = cfg.beam if beam is None else beam
+    with tqdm(
+        total=len(sources),
+        unit="sent",
+        desc="greedy" if beam == 1 else f"beam {beam}",
+        disable=None if progress else True,
+        dynamic_ncols=True,
+        file=sys.stderr,
+    ) as bar:
+        for start in range(0, len(order), cfg.batch_size):
+            rows = order[start : start + cfg.batch_size]
+            src = torch.nn.utils.rnn.pad_sequence(
+                [torch.tensor(sources[i]) for i in rows], batch_first=True, padding_value=PAD_ID
+            ).to(device)  # (B, S)
+            for i, out in zip(rows, translate_ids(model, src, cfg, beam), strict=True):
+                outputs[i] = out
+            bar.update(len(rows))
+    return outputs
+
+
+def translate_sentences(
+    loaded: LoadedModel, sentences: list[str], beam: int | None = None, first_line: int = 1
+) -> list[str]:
+    """Translations in input order; an empty or blank sentence gives an empty string."""
+    translations = [""] * len(sentences)
+    todo = [i for i, s in enumerate(sentences) if s.strip()]
+    if not todo:
+        return translations
+    encoded = encode_sources(loaded.src_tokenizer, sentences, loaded.max_source_tokens, first_line)
+    sources = [encoded[i] for i in todo]
+    outputs = decode_in_batches(loaded.model, sources, loaded.config.decode, loaded.device, beam)
+    for i, out in zip(todo, outputs, strict=True):
+        translations[i] = decode_ids(loaded.tgt_tokenizer, out)
+    return translations
+
+
+def read_chunks(stream: TextIO, size: int) -> Iterator[list[str]]:
+    """Lines of `stream` (without their newline) in lists of at most `size`."""
+    chunk: list[str] = []
+    for line in stream:
+        chunk.append(line.rstrip("\r\n"))
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def translate_command(
+    texts: list[str],
+    run: str | None,
+    checkpoint: Path | None,
+    beam: int | None,
+    overrides: list[str],
+    device_name: str | None,
+    weights_root: Path = Path("weights"),
+    attention: Path | None = None,
+    attention_layer: int | None = None,
+    attention_self: bool = False,
+) -> None:
+    """`translator translate`: the text arguments, else each line of stdin, to stdout."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    if attention is not None and not texts:
+        raise ConfigError("--attention: give the sentence as an argument, not on stdin")
+    ckpt, run_dir = find_checkpoint(run, checkpoint, weights_root)
+    loaded = load_model(ckpt, run_dir, _device(device_name))
+    loaded.config = override_config(loaded.config, None, overrides, "translate", ("decode",))
+    beam = _beam(beam, loaded.config)
+    print(f"using {ckpt} (step {loaded.step:,})", file=sys.stderr)
+    try:
+        if texts:
+            _print_lines(translate_sentences(loaded, texts, beam))
+        else:
+            _translate_stream(loaded, sys.stdin, beam)
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    if attention is not None:
+        from translator.attention import save_attention
+
+        for n, text in enumerate(texts, start=1):
+            path = attention if len(texts) == 1 else attention.with_stem(f"{attention.stem}-{n}")
+            save_attention(loaded, text, path, beam, attention_layer, attention_self)
+            print(f"attention maps saved to {path}", file=sys.stderr)
+
+
+def _translate_stream(loaded: LoadedModel, stream: TextIO, beam: int) -> None:
+    """One line out per line in, in order; a chunk of lines at a time (one at a terminal)."""
+    if hasattr(stream, "reconfigure"):  # lines end at \n only (as `wc -l` counts them), and a
+        stream.reconfigure(errors="replace", newline="\n")  # bad byte must not stop a long file
+    size = 1 if stream.isatty() else loaded.config.decode.batch_size * 16
+    first_line = 1
+    for chunk in read_chunks(stream, size):
+        _print_lines(translate_sentences(loaded, chunk, beam, first_line))
+        first_line += len(chunk)
+
+
+def _print_lines(lines: list[str]) -> None:
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    sys.stdout.flush()
+
+
+def _write_lines(path: Path, lines: list[str]) -> None:
+    try:
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _beam(beam: int | None, config: Config) -> int:
+    beam = config.decode.beam if beam is None else beam
+    if beam < 1:
+        raise ConfigError(f"--beam {beam}: the beam size must be at least 1 (1 = greedy)")
+    return beam
+
+
+def _device(name: str | None) -> torch.device:
+    return resolve_device(name)

@@ -113,7 +113,7 @@ class TrainConfig:
     clip_norm: float | None = 1.0
     """Clip the global gradient norm to this; null disables clipping."""
     precision: Literal["auto", "fp32", "bf16"] = "auto"
-    """`auto`: bf16 autocast where the device supports it well (CUDA), fp32 elsewhere."""
+    """`auto`: bf16 autocast where the hardware has native bf16 (GPUs, AVX-512 BF16/AMX CPUs)."""
     compile: bool = False
     """Wrap the model in `torch.compile`."""
     log_every: int = 10

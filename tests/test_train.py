@@ -124,3 +124,10 @@ def test_nonfinite_loss_stops_with_step_or_is_skipped(corpus: Path) -> None:
     assert not Path("weights/nanskip/best.pt").exists() or math.isfinite(
         skipped.progress.best_valid_loss
     )
+
+
+def test_max_minutes_ends_training_normally(corpus: Path) -> None:
+    trainer = run(corpus, "timed", "train.max_steps=100000", "train.max_minutes=0.0005")
+    assert 1 <= trainer.progress.step < 100  # stopped by the clock, not by max_steps
+    state = torch.load("weights/timed/latest.pt", weights_only=True)
+    assert state["progress"]["step"] == trainer.progress.step

@@ -100,6 +100,8 @@ class TrainConfig:
     epochs: int = 20
     max_steps: int | None = None
     """Stop after this many optimizer steps (then `epochs` is ignored); null: train for `epochs`."""
+    max_minutes: float | None = None
+    """Also stop after this much wall time of training (this session; evaluation included)."""
     batch_tokens: int = 4096
     """Token budget per batch: batch size x longest sequence in it stays within this."""
     accum_steps: int = 1
@@ -133,6 +135,7 @@ class TrainConfig:
             self,
             "train",
             "epochs",
+            "max_minutes",
             "max_steps",
             "batch_tokens",
             "accum_steps",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import signal
@@ -71,6 +72,8 @@ class Progress:
     batch_in_epoch: int = 0
     best_valid_loss: float = math.inf
     best_bleu: float = -math.inf
+    tokens_seen: int = 0
+    """Real target tokens trained on, all ranks together."""
     skipped_steps: int = 0
 
 
@@ -114,6 +117,8 @@ class Trainer:
         )
         self.stop_requested = False  # set by a signal handler
         self.stop_agreed = False  # all ranks saw a stop request before the last step
+        self.time_up = False  # train.max_minutes ran out (agreed by all ranks)
+        self.deadline: float | None = None  # time.monotonic() at which max_minutes runs out
         self.last_step_tokens = 0  # real target tokens of the last step, all ranks together
         self.losses: list[float] = []  # per-step training losses of this process, for tests
 
@@ -149,8 +154,11 @@ class Trainer:
         # gradients over ranks, hence the factor world_size. The stop flag rides along, so that
         # every rank stops after the same step.
         local_tokens = sum(b.n_tgt_tokens for b in batches)
-        n_tokens, stops = all_reduce_sum([local_tokens, float(self.stop_requested)], self.device)
-        self.stop_agreed = stops > 0
+        out_of_time = self.deadline is not None and time.monotonic() > self.deadline
+        n_tokens, stops, late = all_reduce_sum(
+            [local_tokens, float(self.stop_requested), float(out_of_time)], self.device
+        )
+        self.stop_agreed, self.time_up = stops > 0, late > 0
         self.last_step_tokens = int(n_tokens)
         scale = self.rank.world_size / n_tokens
         total = 0.0
@@ -215,15 +223,7 @@ class Trainer:
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
-            "progress": {
-                "step": p.step,
-                "epoch": p.epoch,
-                "batch_in_epoch": p.batch_in_epoch,
-                "world_size": self.rank.world_size,
-                "best_valid_loss": p.best_valid_loss,
-                "best_bleu": p.best_bleu,
-                "skipped_steps": p.skipped_steps,
-            },
+            "progress": {**dataclasses.asdict(p), "world_size": self.rank.world_size},
             "rng": {
                 "torch": torch.get_rng_state(),
                 "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
@@ -292,11 +292,17 @@ class Trainer:
             file=sys.stderr,
         )
         self._window = (0, time.perf_counter())  # target tokens and start of the log window
+        if cfg.max_minutes is not None:
+            self.deadline = time.monotonic() + 60 * cfg.max_minutes
         with _StopOnSignal(self):
             # max_steps, when set, overrides epochs
-            while p.step < total and (cfg.max_steps is not None or p.epoch < cfg.epochs):
+            while (
+                p.step < total
+                and (cfg.max_steps is not None or p.epoch < cfg.epochs)
+                and not self.time_up
+            ):
                 batches = self.epoch_batches(p.epoch)
-                while p.batch_in_epoch < len(batches) and p.step < total:
+                while p.batch_in_epoch < len(batches) and p.step < total and not self.time_up:
                     group = batches[p.batch_in_epoch : p.batch_in_epoch + cfg.accum_steps]
                     self._fit_step(group, total, bar)
                 if p.batch_in_epoch >= len(batches):
@@ -313,6 +319,7 @@ class Trainer:
         self._check_finite(loss, grad_norm)
         p.step += 1
         self.losses.append(loss)
+        p.tokens_seen += self.last_step_tokens
         tokens, since = self._window
         tokens += self.last_step_tokens
         if p.step % self.cfg.log_every == 0 or p.step in (1, total):

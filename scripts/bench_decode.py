@@ -1,0 +1,117 @@
+"""Decoding throughput: batched cached greedy, batched beam 4, and a one-at-a-time uncached
+baseline (the tutorial's way), all on the same model in the same run.
+
+    python scripts/bench_decode.py --run cpu --n 1000
+
+Prints a table, then one JSON line with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from translator.decode import greedy_decode
+from translator.predict import decode_in_batches, encode_sources, find_checkpoint, load_model
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/en-it/opensubs.jsonl"
+
+
+def read_sources(path: Path, n: int, lang: str) -> list[str]:
+    """The last `n` source sentences of a JSON Lines corpus (opus_books schema)."""
+    lines = path.read_text(encoding="utf-8").splitlines()[-n:]
+    return [json.loads(line)["translation"][lang] for line in lines]
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", required=True)
+    parser.add_argument("--weights-dir", type=Path, default=Path("weights"))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument(
+        "--baseline-n",
+        type=int,
+        default=100,
+        help="sentences for the slow uncached one-at-a-time baseline (its rate is per sentence)",
+    )
+    parser.add_argument("--beam", type=int, default=4)
+    args = parser.parse_args()
+
+    checkpoint, run_dir = find_checkpoint(args.run, None, args.weights_dir)
+    loaded = load_model(checkpoint, run_dir, torch.device("cpu"))
+    sentences = read_sources(args.data, args.n, loaded.config.data.lang_src)
+    sources = encode_sources(loaded.src_tokenizer, sentences, loaded.max_source_tokens)
+    cfg = loaded.config.decode
+    model = loaded.model
+
+    def per_sentence_uncached() -> list[list[int]]:
+        return [
+            greedy_decode(model, torch.tensor([s]), cfg.max_len_a, cfg.max_len_b, use_cache=False)[
+                0
+            ]
+            for s in sources[: args.baseline_n]
+        ]
+
+    decode_in_batches(model, sources[:64], cfg, loaded.device, 1)  # warm-up
+    results = {}
+    for name, fn, n in (
+        (
+            "greedy_batched_cached",
+            lambda: decode_in_batches(model, sources, cfg, loaded.device, 1),
+            len(sources),
+        ),
+        (
+            f"beam{args.beam}_batched_cached",
+            lambda: decode_in_batches(model, sources, cfg, loaded.device, args.beam),
+            len(sources),
+        ),
+        (
+            "greedy_one_at_a_time_uncached",
+            per_sentence_uncached,
+            min(args.baseline_n, len(sources)),
+        ),
+    ):
+        with torch.inference_mode():
+            outputs, seconds = timed(fn)
+        tokens = sum(len(o) + 1 for o in outputs)  # + [EOS]
+        results[name] = {
+            "sentences": n,
+            "seconds": seconds,
+            "sentences_per_s": n / seconds,
+            "tokens_per_s": tokens / seconds,
+        }
+    base = results["greedy_one_at_a_time_uncached"]["sentences_per_s"]
+    greedy = results["greedy_batched_cached"]["sentences_per_s"]
+    beam = results[f"beam{args.beam}_batched_cached"]["sentences_per_s"]
+    figures = {
+        "run": args.run,
+        "checkpoint": str(checkpoint),
+        "threads": torch.get_num_threads(),
+        **{f"{k}_{m}": v for k, r in results.items() for m, v in r.items()},
+        "speedup_greedy_vs_baseline": greedy / base,
+        f"slowdown_beam{args.beam}_vs_greedy": greedy / beam,
+    }
+    print(f"{'method':<32} {'sentences':>9} {'seconds':>9} {'sent/s':>9} {'tok/s':>9}")
+    for name, r in results.items():
+        print(
+            f"{name:<32} {r['sentences']:>9} {r['seconds']:>9.2f} "
+            f"{r['sentences_per_s']:>9.1f} {r['tokens_per_s']:>9.1f}"
+        )
+    print(f"batched cached greedy / uncached one-at-a-time: {greedy / base:.1f}x sentences/s")
+    print(f"beam {args.beam} is {greedy / beam:.2f}x slower than greedy")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

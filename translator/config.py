@@ -115,7 +115,7 @@ class TrainConfig:
     clip_norm: float | None = 1.0
     """Clip the global gradient norm to this; null disables clipping."""
     precision: Literal["auto", "fp32", "bf16"] = "auto"
-    """`auto`: bf16 autocast where the hardware has native bf16 (GPUs, AVX-512 BF16/AMX CPUs)."""
+    """`auto`: bf16 autocast on GPUs that support it, fp32 elsewhere; `bf16` forces it (CPU too)."""
     compile: bool = False
     """Wrap the model in `torch.compile`."""
     log_every: int = 10

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
-import zipfile
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
@@ -27,40 +28,107 @@ def save_checkpoint(state: dict[str, Any], path: Path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
-            torch.save(state, f)
+            writer = _Writer(f)
+            try:
+                torch.save(state, writer)
+            except RuntimeError:  # torch reports a failed write as "unexpected pos"
+                if writer.error is None:
+                    raise
+                raise writer.error from None
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if not isinstance(exc, OSError):
+            raise
+        kept = "the previous checkpoint is intact" if path.is_file() else "nothing was written"
         raise CheckpointError(
-            f"could not write checkpoint {path}: {exc.strerror or exc}; the previous checkpoint "
-            "is intact; free some disk space or choose a writable weights directory"
+            f"could not write checkpoint {path}: {exc.strerror or exc}; {kept}; free some disk "
+            "space or choose a writable weights directory"
         ) from None
+    _fsync_dir(path.parent)
+    _remove_stale_temps(path)
+
+
+class _Writer:
+    """A file's `write` that remembers the first OS error (a full disk), which torch.save hides."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+        self.error: OSError | None = None
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.f.write(data)
+        except OSError as exc:
+            self.error = self.error or exc
+            raise
+
+    def flush(self) -> None:
+        self.f.flush()
 
 
 def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load a checkpoint written by `save_checkpoint`, never executing pickled code."""
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
+    if path.stat().st_size == 0:
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint (truncated or corrupt: the file is empty); "
+            "use another checkpoint of the run, e.g. best.pt or latest.pt"
+        )
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as exc:
+        raise CheckpointError(_unpickling_problem(path, exc)) from None
+    except Exception as exc:  # a corrupt file surfaces as any of a dozen types from torch.load
         raise CheckpointError(
-            f"{path}: refused to load: it holds objects other than tensors and plain data "
-            f"({str(exc).splitlines()[-1][:120]}); only load checkpoints you trust"
-        ) from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise CheckpointError(
-            f"{path}: not a readable checkpoint (truncated or corrupt: {str(exc)[:120]}); "
+            f"{path}: not a readable checkpoint (truncated or corrupt: {_first_sentence(exc)}); "
             "use another checkpoint of the run, e.g. best.pt or latest.pt"
         ) from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a translator checkpoint")
     if state.get("version") != VERSION:
         raise CheckpointError(f"{path}: checkpoint version {state.get('version')} is not supported")
+    bad = [key for key in _REQUIRED if not isinstance(state.get(key), dict)]
+    if bad:
+        raise CheckpointError(
+            f"{path}: incomplete checkpoint (no valid {', '.join(bad)}); "
+            "use another checkpoint of the run, e.g. best.pt or latest.pt"
+        )
     return state
+
+
+_REQUIRED = ("model", "optimizer", "progress", "rng", "config", "tokenizers")
+"""The entries every checkpoint holds (see `Trainer.state_dict`), each a dict."""
+
+
+def _unpickling_problem(path: Path, exc: pickle.UnpicklingError) -> str:
+    """One line for a file the weights-only unpickler rejected: code to run, or just not ours."""
+    found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+    if found is not None:  # the file asks to import (and call) something: never do that
+        return (
+            f"{path}: refused to load: it would import and call {found.group(1)}, which a "
+            "checkpoint never needs (nothing in it was run); only load checkpoints you trust"
+        )
+    return (
+        f"{path}: not a readable checkpoint (truncated or corrupt, or not a PyTorch file); "
+        "use another checkpoint of the run, e.g. best.pt or latest.pt"
+    )
+
+
+def _first_sentence(exc: Exception) -> str:
+    text = re.sub(r"\[enforce fail at [^\]]*\][\s.]*", "", " ".join(str(exc).split()))
+    return (text or type(exc).__name__).split(". ")[0][:160]
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Delete temp files of `path` left by writers that were killed mid-write."""
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
 
 
 def _fsync_dir(directory: Path) -> None:

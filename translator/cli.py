@@ -57,8 +57,6 @@ def train(
         str | None,
         typer.Option(
             "--resume",
-            is_flag=False,
-            flag_value="latest",
             metavar="[PATH]",
             help="Continue the run from its latest checkpoint (or from PATH).",
         ),
@@ -187,9 +185,22 @@ def _run(fn: Callable[[], Any]) -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    sys.argv[1:] = _bare_resume_means_latest(sys.argv[1:])
-    app()
+    """Console-script entry point; a usage error is one line on stderr and exit code 2."""
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer's bundled click
+
+    try:
+        code = app(_bare_resume_means_latest(sys.argv[1:]), standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        print(exc.ctx.get_help() if exc.ctx else "see translator --help", file=sys.stderr)
+        sys.exit(2)
+    except UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "translator"
+        print(f"error: {exc.format_message()} (see {command} --help)", file=sys.stderr)
+        sys.exit(2)
+    except (typer.Abort, KeyboardInterrupt):
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _bare_resume_means_latest(args: list[str]) -> list[str]:

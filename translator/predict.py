@@ -104,6 +104,18 @@ def _run_dirs(weights_root: Path) -> list[Path]:
 def load_model(checkpoint: Path, run_dir: Path, device: torch.device) -> LoadedModel:
     """Build the checkpoint's model from its own config and the run's tokenizers."""
     state = load_checkpoint(checkpoint, map_location="cpu")
+    try:
+        return _build_loaded(state, checkpoint, run_dir, device)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(
+            f"{checkpoint}: incomplete or foreign checkpoint ({type(exc).__name__}: {exc}); "
+            "use another checkpoint of the run"
+        ) from None
+
+
+def _build_loaded(
+    state: dict, checkpoint: Path, run_dir: Path, device: torch.device
+) -> LoadedModel:
     config = config_from_dict(state["config"], origin=f"{checkpoint} (config)")
     src_tok, tgt_tok = (load_run_tokenizer(run_dir, side, checkpoint) for side in ("src", "tgt"))
     for side, tok in (("src", src_tok), ("tgt", tgt_tok)):
@@ -173,6 +185,8 @@ def encode_sources(
 
     Words the tokenizer does not know become [UNK].
     """
+    # Undecodable bytes in command-line arguments arrive as lone surrogates; make them U+FFFD.
+    sentences = [s.encode("utf-8", "replace").decode("utf-8") for s in sentences]
     encoded = []
     for n, enc in enumerate(tokenizer.encode_batch(sentences)):
         ids = enc.ids

@@ -69,6 +69,13 @@ class RunPaths:
     def tokenizer(self, side: str) -> Path:
         return self.weights_dir / f"tokenizer_{side}.json"
 
+    def discard_prepared(self) -> None:
+        """Remove the split, tokenizers and encoded data of an attempt that never checkpointed."""
+        if not self.weights_dir.is_dir():
+            return
+        for f in (self.split, self.encoded, self.tokenizer("src"), self.tokenizer("tgt")):
+            f.unlink(missing_ok=True)
+
     def make(self) -> None:
         """Create both directories, with a one-line error when that is not possible."""
         for d in (self.log_dir, self.weights_dir):

@@ -236,6 +236,16 @@ class Trainer:
         }
 
     def load_state_dict(self, state: dict[str, Any], where: Path) -> None:
+        """Restore weights, optimizer, progress and RNG; a foreign checkpoint is one clear error."""
+        try:
+            self._load_state_dict(state, where)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CheckpointError(
+                f"{where}: incomplete or foreign checkpoint ({type(exc).__name__}: {exc}); "
+                "use another checkpoint of the run"
+            ) from None
+
+    def _load_state_dict(self, state: dict[str, Any], where: Path) -> None:
         for side, tok in (("src", self.data.src_tokenizer), ("tgt", self.data.tgt_tokenizer)):
             if state["tokenizers"][side] != fingerprint(tok):
                 raise CheckpointError(
@@ -502,6 +512,8 @@ def _train(
             f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it with "
             f"--resume, or start another with --run NEW_NAME"
         )
+    if resume_path is None and rank.is_main:
+        paths.discard_prepared()  # a fresh start: nothing of an earlier, failed attempt is reused
     # On resume the run's own resolved config is the base; --set may still change it (max_steps).
     base = paths.config if resume_path is not None and paths.config.is_file() else config_path
     config = load_config(base, overrides)

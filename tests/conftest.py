@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 from translator.config import Config, load_config
 
@@ -64,6 +66,16 @@ def corpus(tmp_path: Path) -> Path:
 def tiny_config(corpus: Path) -> Config:
     """configs/tiny.yaml pointed at the toy corpus."""
     return load_config(ROOT / "configs" / "tiny.yaml", [f"data.source={corpus}"])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_thread() -> Iterator[None]:
+    """Tiny models train fastest on one thread, and do not crawl when the other core is busy
+    (processes the tests start choose their own threads)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(autouse=True)

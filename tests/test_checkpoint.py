@@ -10,7 +10,6 @@ import pickle
 import random
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +23,6 @@ from translator.errors import CheckpointError
 from translator.train import train_command
 
 TINY = ROOT / "configs" / "tiny.yaml"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    """A tiny model runs fastest on one thread, and does not crawl when the other core is busy."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def make_state(value: float, step: int = 1) -> dict[str, Any]:

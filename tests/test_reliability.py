@@ -12,7 +12,6 @@ import resource
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -309,15 +308,6 @@ class _Payload:
 
     def __reduce__(self) -> tuple:
         return (os.system, (f'touch "{self.marker}"',))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    """A tiny model runs fastest on one thread, and does not crawl when the other core is busy."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

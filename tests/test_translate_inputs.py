@@ -9,7 +9,6 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,15 +46,6 @@ WEIRD_LINES = {
     "punctuation only": "...!!!???,,,;;;«»“”‘’",
     "private use and non-characters": "\ue000\uf8ff\ufffe\uffff \U0010fffd",
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    """A tiny model runs fastest on one thread, and does not crawl when the other core is busy."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,10 @@ import time
 from pathlib import Path
 
 import torch
+from bench_common import DEFAULT_DATA
 
 from translator.decode import greedy_decode
 from translator.predict import decode_in_batches, encode_sources, find_checkpoint, load_model
-
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/en-it/opensubs.jsonl"
 
 
 def read_sources(path: Path, n: int, lang: str) -> list[str]:

@@ -11,19 +11,17 @@ translated and scored, separately from the validation split. Prints a table, the
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import torch
+from bench_common import DEFAULT_DATA, print_figures
 
 from translator.data import read_local_pairs
 from translator.evaluate import evaluate_translations
 from translator.metrics import corpus_scores
 from translator.predict import find_checkpoint, load_model, translate_sentences
 from translator.train import train_command
-
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/en-it/opensubs.jsonl"
 
 
 def main() -> None:
@@ -79,11 +77,7 @@ def main() -> None:
         for (src, ref), hyp in list(zip(pairs, hyps, strict=True))[:10]:
             print(f"src: {src}\nref: {ref}\nhyp: {hyp}\n")
     figures["bleu_signature"] = valid.bleu_signature
-    width = max(map(len, figures))
-    for key, value in figures.items():
-        text = f"{value:,.4g}" if isinstance(value, float) else str(value)
-        print(f"{key:<{width}}  {text}")
-    print(json.dumps(figures))
+    print_figures(figures)
 
 
 if __name__ == "__main__":

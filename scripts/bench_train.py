@@ -9,7 +9,6 @@ Prints a table, then one JSON line with the figures.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import sys
 import tempfile
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 
 import torch
+from bench_common import DEFAULT_DATA, print_figures
 
 from translator.config import ModelConfig, load_config
 from translator.data import Batch, collate
@@ -24,8 +24,6 @@ from translator.device import autocast_dtype, resolve_device
 from translator.model import build_model, count_parameters
 from translator.rundir import RunPaths, prepare_data
 from translator.train import Trainer
-
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/en-it/opensubs.jsonl"
 
 
 def step_flops(cfg: ModelConfig, batch: Batch, vocab: int) -> float:
@@ -137,11 +135,7 @@ def main() -> None:
         "data_prep_s": prep_s,
         "warmup_s": warmup_s,
     }
-    width = max(map(len, figures))
-    for key, value in figures.items():
-        text = f"{value:,.4g}" if isinstance(value, float) else str(value)
-        print(f"{key:<{width}}  {text}")
-    print(json.dumps(figures))
+    print_figures(figures)
 
 
 if __name__ == "__main__":

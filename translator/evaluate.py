@@ -13,18 +13,18 @@ import torch.nn.functional as F
 
 from translator.config import DecodeConfig
 from translator.data import BilingualDataset, TokenBatchSampler, collate
+from translator.device import resolve_device
 from translator.errors import ConfigError, DataError
 from translator.metrics import Scores
 from translator.model import Transformer
 from translator.predict import (
     LoadedModel,
-    _beam,
-    _device,
-    _write_lines,
     decode_in_batches,
     find_checkpoint,
     load_model,
     override_config,
+    resolve_beam,
+    write_lines,
 )
 from translator.rundir import PreparedData, RunPaths
 from translator.tokenizer import PAD_ID, decode_ids
@@ -110,9 +110,9 @@ def validate_command(
     if output is not None and not output.resolve().parent.is_dir():
         raise ConfigError(f"--output {output}: no directory {output.parent}")
     ckpt, run_dir = find_checkpoint(run, checkpoint, weights_root)
-    loaded = load_model(ckpt, run_dir, _device(device_name))
+    loaded = load_model(ckpt, run_dir, resolve_device(device_name))
     loaded.config = override_config(loaded.config, config_path, overrides, "validate")
-    beam = _beam(beam, loaded.config)
+    beam = resolve_beam(beam, loaded.config)
     log.info("using %s (step %d)", ckpt, loaded.step)
     paths = RunPaths(run_dir.name, runs_root / run_dir.name, run_dir)
     data = prepare_data(loaded.config, paths)
@@ -125,7 +125,7 @@ def validate_command(
         loaded.model, data, loaded.config.decode, loaded.device, beam, progress=True
     )
     if output is not None:
-        _write_lines(output, hypotheses)
+        write_lines(output, hypotheses)
     suffix = "" if beam == 1 else f"_beam{beam}"
     try:
         logger = TensorBoardLogger(paths.log_dir)

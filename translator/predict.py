@@ -285,9 +285,9 @@ def translate_command(
     if attention is not None and not texts:
         raise ConfigError("--attention: give the sentence as an argument, not on stdin")
     ckpt, run_dir = find_checkpoint(run, checkpoint, weights_root)
-    loaded = load_model(ckpt, run_dir, _device(device_name))
+    loaded = load_model(ckpt, run_dir, resolve_device(device_name))
     loaded.config = override_config(loaded.config, None, overrides, "translate", ("decode",))
-    beam = _beam(beam, loaded.config)
+    beam = resolve_beam(beam, loaded.config)
     print(f"using {ckpt} (step {loaded.step:,})", file=sys.stderr)
     try:
         if texts:
@@ -322,19 +322,17 @@ def _print_lines(lines: list[str]) -> None:
     sys.stdout.flush()
 
 
-def _write_lines(path: Path, lines: list[str]) -> None:
+def write_lines(path: Path, lines: list[str]) -> None:
+    """Write one line per entry (`--output`); an unwritable path is a one-line ConfigError."""
     try:
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
 
 
-def _beam(beam: int | None, config: Config) -> int:
+def resolve_beam(beam: int | None, config: Config) -> int:
+    """The `--beam` option, else the config's decode.beam; at least 1."""
     beam = config.decode.beam if beam is None else beam
     if beam < 1:
         raise ConfigError(f"--beam {beam}: the beam size must be at least 1 (1 = greedy)")
     return beam
-
-
-def _device(name: str | None) -> torch.device:
-    return resolve_device(name)

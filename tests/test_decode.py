@@ -23,7 +23,7 @@ from translator.decode import (
     translate_ids,
 )
 from translator.model import Transformer, build_model
-from translator.tokenizer import EOS_ID, PAD_ID, SOS_ID
+from translator.tokenizer import EOS_ID, PAD_ID, SOS_ID, UNK_ID
 
 SRC_VOCAB = 30
 MAX_LEN_A, MAX_LEN_B = 1.0, 4
@@ -209,3 +209,44 @@ def test_stopping_early_changes_nothing(monkeypatch: pytest.MonkeyPatch):
             assert [h.tokens for h in e[:3]] == [h.tokens for h in f[:3]], f"{alpha=} {row=}"
         saved += sum(map(len, full)) - sum(map(len, early))
     assert saved > 0, "no sentence stopped early: a weak test"
+
+
+def unk_favoured_model() -> Transformer:
+    model = make_model()
+    with torch.no_grad():
+        model.output.bias[UNK_ID] += 5.0  # [UNK] the likeliest word almost everywhere
+    return model
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_ban_unk_removes_unk(beam: int):
+    model, src = unk_favoured_model(), make_src(LENGTHS)
+    shown = translate_ids(model, src, DecodeConfig(max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B), beam)
+    assert sum(o.count(UNK_ID) for o in shown) > len(LENGTHS)
+    cfg = DecodeConfig(max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B, ban_unk=True)
+    banned = translate_ids(model, src, cfg, beam)
+    assert all(UNK_ID not in o for o in banned)
+    assert sum(map(len, banned)) > 0
+
+
+def test_ban_unk_greedy_takes_the_best_known_word():
+    """Banned, greedy equals greedy on the same model with an [UNK] that can never win."""
+    src = make_src(LENGTHS)
+    banned = greedy_decode(unk_favoured_model(), src, MAX_LEN_A, MAX_LEN_B, ban_unk=True)
+    never = make_model()
+    with torch.no_grad():
+        never.output.bias[UNK_ID] -= 1e4
+    assert banned == greedy_decode(never, src, MAX_LEN_A, MAX_LEN_B)
+
+
+def test_ban_unk_beam_keeps_the_model_scores():
+    """Banned, the beam still ranks by the model's own log-probabilities (no renormalisation
+    without [UNK], as fairseq's --unkpen): the most likely [UNK]-free outputs."""
+    model, src = unk_favoured_model(), make_src(LENGTHS)
+    limits = limits_of(src, model)
+    nbest = beam_search_nbest(model, src, 4, 0.6, MAX_LEN_A, MAX_LEN_B, ban_unk=True)
+    for row, hyps in enumerate(nbest):
+        for h in hyps:
+            assert UNK_ID not in h.tokens
+            expected = log_prob(model, src[row], h.tokens, limits[row])
+            assert h.log_prob == pytest.approx(expected, abs=1e-6)

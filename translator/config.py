@@ -115,7 +115,8 @@ class TrainConfig:
     clip_norm: float | None = 1.0
     """Clip the global gradient norm to this; null disables clipping."""
     precision: Literal["auto", "fp32", "bf16"] = "auto"
-    """`auto`: bf16 autocast on GPUs that support it, fp32 elsewhere; `bf16` forces it (CPU too)."""
+    """`auto`: bf16 autocast on GPUs that support it and on CPUs with bf16 instructions (AVX-512
+    BF16, AMX), fp32 elsewhere; `bf16` forces it, `fp32` turns it off."""
     compile: bool = False
     """Wrap the model in `torch.compile`."""
     log_every: int = 10
@@ -158,6 +159,9 @@ class DecodeConfig:
     max_len_b: int = 10
     """Outputs stop after max_len_a * source_length + max_len_b tokens."""
     batch_size: int = 64
+    ban_unk: bool = False
+    """Never output [UNK]: take the best known word instead (fairseq's --unkpen taken to the limit).
+    Off by default, so that a user sees where the vocabulary ran out."""
 
     def validate(self) -> None:
         _positive(self, "decode", "beam", "max_len_a", "batch_size")

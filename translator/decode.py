@@ -10,7 +10,7 @@ import torch
 
 from translator.config import DecodeConfig
 from translator.model import Transformer, reorder_cache
-from translator.tokenizer import EOS_ID, PAD_ID, SOS_ID
+from translator.tokenizer import EOS_ID, PAD_ID, SOS_ID, UNK_ID
 
 
 def max_output_lengths(
@@ -29,11 +29,15 @@ def greedy_decode(
     max_len_a: float = 1.5,
     max_len_b: int = 10,
     use_cache: bool = True,
+    *,
+    ban_unk: bool = False,
 ) -> list[list[int]]:
     """Greedy outputs (ids, without [SOS]/[EOS]) for a (B, S) source batch.
 
-    Each sentence stops at its own [EOS] or its length budget; finished sentences leave the batch.
-    `use_cache=False` recomputes the whole prefix at every step (the slow reference).
+    Each sentence stops at its own [EOS] or its length budget. Finished rows leave the batch once a
+    quarter of it has finished: compacting the cache at every finished row costs more than it saves.
+    `use_cache=False` recomputes the whole prefix at every step (the slow reference). With `ban_unk`
+    [UNK] is never chosen.
     """
     was_training = model.training
     model.eval()
@@ -41,23 +45,31 @@ def greedy_decode(
     limits = max_output_lengths(src, max_len_a, max_len_b, model.cfg.max_positions)
     memory, src_mask = model.encode(src)
     cache = model.new_cache() if use_cache else None
-    prefix = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)  # (b, t) alive rows
-    alive = torch.arange(B, device=src.device)  # original row of each alive row
+    prefix = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)  # (b, t) batch rows
+    rows = torch.arange(B, device=src.device)  # original sentence of each batch row
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (b,) rows already done
     outputs: list[list[int]] = [[] for _ in range(B)]
     for step in range(int(limits.max())):
         step_input = prefix[:, -1:] if use_cache else prefix
         hidden = model.decode(step_input, memory, src_mask, cache)[:, -1]  # (b, D)
-        next_ids = model.project(hidden).argmax(dim=-1)  # (b,)
-        for row, token in zip(alive.tolist(), next_ids.tolist(), strict=True):
-            if token != EOS_ID:
+        logits = model.project(hidden)  # (b, V)
+        if ban_unk:
+            logits[:, UNK_ID] = -math.inf
+        next_ids = logits.argmax(dim=-1)  # (b,)
+        ended = next_ids == EOS_ID
+        for row, token, skip in zip(
+            rows.tolist(), next_ids.tolist(), (finished | ended).tolist(), strict=True
+        ):
+            if not skip:
                 outputs[row].append(token)
-        done = (next_ids == EOS_ID) | (limits[alive] <= step + 1)
-        if bool(done.all()):
+        finished |= ended | (limits[rows] <= step + 1)
+        n_finished = int(finished.sum())
+        if n_finished == finished.numel():
             break
-        if bool(done.any()):
-            keep = (~done).nonzero().squeeze(1)
-            alive, memory, src_mask = alive[keep], memory[keep], src_mask[keep]
-            next_ids, prefix = next_ids[keep], prefix[keep]
+        if 4 * n_finished >= finished.numel():
+            keep = (~finished).nonzero().squeeze(1)
+            rows, memory, src_mask = rows[keep], memory[keep], src_mask[keep]
+            next_ids, prefix, finished = next_ids[keep], prefix[keep], finished[keep]
             if cache is not None:
                 cache = reorder_cache(cache, keep)
         prefix = torch.cat([prefix, next_ids[:, None]], dim=1)
@@ -71,8 +83,10 @@ def translate_ids(
     """Outputs for a (B, S) batch: greedy when the beam (`beam`, else `cfg.beam`) is 1."""
     beam = cfg.beam if beam is None else beam
     if beam == 1:
-        return greedy_decode(model, src, cfg.max_len_a, cfg.max_len_b)
-    return beam_search(model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b)
+        return greedy_decode(model, src, cfg.max_len_a, cfg.max_len_b, ban_unk=cfg.ban_unk)
+    return beam_search(
+        model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b, ban_unk=cfg.ban_unk
+    )
 
 
 # --------------------------------------------------------------------------- beam search
@@ -103,9 +117,11 @@ def beam_search(
     alpha: float = 0.6,
     max_len_a: float = 1.5,
     max_len_b: int = 10,
+    *,
+    ban_unk: bool = False,
 ) -> list[list[int]]:
     """The best beam-search output (ids, without [SOS]/[EOS]) of each sentence of a (B, S) batch."""
-    nbest = beam_search_nbest(model, src, beam, alpha, max_len_a, max_len_b)
+    nbest = beam_search_nbest(model, src, beam, alpha, max_len_a, max_len_b, ban_unk=ban_unk)
     return [hyps[0].tokens for hyps in nbest]
 
 
@@ -117,6 +133,8 @@ def beam_search_nbest(
     alpha: float = 0.6,
     max_len_a: float = 1.5,
     max_len_b: int = 10,
+    *,
+    ban_unk: bool = False,
 ) -> list[list[Hypothesis]]:
     """Every finished hypothesis of each sentence of a (B, S) batch, best first.
 
@@ -125,6 +143,7 @@ def beam_search_nbest(
     finished, the `beam` best others live on. A sentence stops at its length budget (its live
     hypotheses finish there too), or once it has `beam` finished hypotheses that no live one can
     beat: a live log-probability only falls, and its length penalty is at most the budget's.
+    With `ban_unk`, no hypothesis holds [UNK].
     """
     assert beam >= 1
     was_training = model.training
@@ -145,6 +164,8 @@ def beam_search_nbest(
         hidden = model.decode(prefix[:, -1:], memory, src_mask, cache)[:, -1]  # (n*K, D)
         logits = model.project(hidden)  # (n*K, V)
         log_probs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
+        if ban_unk:
+            log_probs[:, UNK_ID] = -math.inf
         V = log_probs.size(-1)
         candidates = (scores.view(n * K, 1) + log_probs).view(n, K * V)
         top_scores, top = candidates.topk(2 * K, dim=1)  # (n, 2K), best first

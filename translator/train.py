@@ -197,7 +197,9 @@ class Trainer:
         batch = collate(items).to(self.device)
         dec = self.config.decode
         with self.autocast():
-            outputs = greedy_decode(self.model, batch.src, dec.max_len_a, dec.max_len_b)
+            outputs = greedy_decode(
+                self.model, batch.src, dec.max_len_a, dec.max_len_b, ban_unk=dec.ban_unk
+            )
         if not isinstance(self.logger, NullLogger):
             from translator.attention import translation_figure
 

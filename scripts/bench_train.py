@@ -2,7 +2,10 @@
 
     python scripts/bench_train.py --config configs/base.yaml --steps 10
     python scripts/bench_train.py --config configs/cpu.yaml --set train.precision=bf16
+    python scripts/bench_train.py --config configs/cpu.yaml --profile 3
 
+With --profile N, N more steps run under torch.profiler: its table of the operators that took the
+most time is printed, and the share of time in matrix multiplication goes into the figures.
 Prints a table, then one JSON line with the figures.
 """
 
@@ -59,6 +62,35 @@ def matmul_peak(dtype: torch.dtype, n: int = 2048, repeats: int = 10) -> float:
     return best
 
 
+# Operators that are matrix multiplications (forward and backward), by their aten names.
+MATMUL_OPS = (
+    "addmm",
+    "mm",
+    "bmm",
+    "matmul",
+    "linear",
+    "scaled_dot_product",
+    "_efficient_attention",
+)
+
+
+def profile_steps(trainer: Trainer, groups) -> dict[str, float]:
+    """Run `groups` under torch.profiler; print the top operators and return the matmul share."""
+    groups = list(groups)
+    if not groups:
+        return {}
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for group in groups:
+            trainer.train_step(group)
+    events = prof.key_averages()
+    print(events.table(sort_by="self_cpu_time_total", row_limit=15))
+    total = sum(e.self_cpu_time_total for e in events)
+    matmul = sum(e.self_cpu_time_total for e in events if any(m in e.key for m in MATMUL_OPS))
+    return {"profiled_steps": len(groups), "matmul_time_fraction": matmul / total}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True)
@@ -67,6 +99,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--device", default=None)
+    parser.add_argument("--profile", type=int, default=0, metavar="N")
     args = parser.parse_args()
 
     config = load_config(args.config, [f"data.source={args.data}", *args.overrides])
@@ -83,7 +116,7 @@ def main() -> None:
     trainer = Trainer(config, model, data, paths, device)
     batches = trainer.sampler.batches(0)
     accum = config.train.accum_steps
-    needed = (args.warmup + args.steps) * accum
+    needed = (args.warmup + args.steps + args.profile) * accum
     if len(batches) < needed:
         sys.exit(f"the corpus gives {len(batches)} batches; fewer than the {needed} needed")
 
@@ -110,6 +143,8 @@ def main() -> None:
             padded += b.padded_tokens
             flops += step_flops(config.model, b, vocab)
 
+    profile = profile_steps(trainer, groups(args.warmup + args.steps, args.profile))
+
     amp = autocast_dtype(config.train.precision, device)
     peak = matmul_peak(amp or torch.float32) if device.type == "cpu" else float("nan")
     achieved = flops / elapsed
@@ -134,6 +169,7 @@ def main() -> None:
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "data_prep_s": prep_s,
         "warmup_s": warmup_s,
+        **profile,
     }
     print_figures(figures)
 

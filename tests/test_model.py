@@ -384,3 +384,23 @@ def test_attention_matches_torch_multihead_attention() -> None:
         expected, _ = ref(x, x, x, attn_mask=future, need_weights=False)
         mha.keep_weights = False
         torch.testing.assert_close(mha(x, is_causal=True), expected, atol=ATOL, rtol=0)
+
+
+def test_bf16_autocast_on_cpu_trains_close_to_fp32():
+    """Under CPU bf16 autocast (attention kept in fp32) the logits stay close to fp32's and every
+    parameter gets a finite gradient."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(
+        d_model=32, n_heads=2, encoder_layers=1, decoder_layers=1, d_ff=64, dropout=0.0
+    )
+    model = build_model(cfg, 20, 20)
+    src = torch.randint(4, 20, (3, 7))
+    tgt = torch.randint(4, 20, (3, 5))
+    reference = model(src, tgt)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(src, tgt)
+    assert logits.dtype == torch.bfloat16
+    assert torch.allclose(logits.float(), reference, atol=0.1, rtol=0.05)
+    logits.float().logsumexp(-1).mean().backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name

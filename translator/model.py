@@ -88,6 +88,14 @@ class MultiHeadAttention(nn.Module):
     ) -> torch.Tensor:
         dropout = self.dropout if self.training else 0.0
         if not self.keep_weights:
+            if q.device.type == "cpu" and q.dtype == torch.bfloat16:
+                # On CPU the bf16 attention kernel's backward ran 10x slower than fp32's and took
+                # a third of a cpu.yaml step (bench_train.py --profile): attend in fp32 there.
+                with torch.autocast("cpu", enabled=False):
+                    out = F.scaled_dot_product_attention(
+                        q.float(), k.float(), v.float(), mask, dropout, is_causal
+                    )
+                return out.to(q.dtype)
             return F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=is_causal
             )

@@ -158,7 +158,8 @@ class DecodeConfig:
     max_len_a: float = 1.5
     max_len_b: int = 10
     """Outputs stop after max_len_a * source_length + max_len_b tokens."""
-    batch_size: int = 64
+    batch_size: int = 128
+    """Sentences decoded together (beam search: each with `beam` rows)."""
     ban_unk: bool = False
     """Never output [UNK]: take the best known word instead (fairseq's --unkpen taken to the limit).
     Off by default, so that a user sees where the vocabulary ran out."""

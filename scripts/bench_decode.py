@@ -9,6 +9,7 @@ Prints a table, then one JSON line with the figures.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -45,6 +46,9 @@ def main() -> None:
         help="sentences for the slow uncached one-at-a-time baseline (its rate is per sentence)",
     )
     parser.add_argument("--beam", type=int, default=4)
+    parser.add_argument(
+        "--batch-size", type=int, help="sentences per batch (default: the run's decode.batch_size)"
+    )
     args = parser.parse_args()
 
     checkpoint, run_dir = find_checkpoint(args.run, None, args.weights_dir)
@@ -52,13 +56,20 @@ def main() -> None:
     sentences = read_sources(args.data, args.n, loaded.config.data.lang_src)
     sources = encode_sources(loaded.src_tokenizer, sentences, loaded.max_source_tokens)
     cfg = loaded.config.decode
+    if args.batch_size:
+        cfg = dataclasses.replace(cfg, batch_size=args.batch_size)
     model = loaded.model
 
     def per_sentence_uncached() -> list[list[int]]:
         return [
-            greedy_decode(model, torch.tensor([s]), cfg.max_len_a, cfg.max_len_b, use_cache=False)[
-                0
-            ]
+            greedy_decode(
+                model,
+                torch.tensor([s]),
+                cfg.max_len_a,
+                cfg.max_len_b,
+                use_cache=False,
+                ban_unk=cfg.ban_unk,
+            )[0]
             for s in sources[: args.baseline_n]
         ]
 
@@ -97,6 +108,8 @@ def main() -> None:
         "run": args.run,
         "checkpoint": str(checkpoint),
         "threads": torch.get_num_threads(),
+        "batch_size": cfg.batch_size,
+        "ban_unk": cfg.ban_unk,
         **{f"{k}_{m}": v for k, r in results.items() for m, v in r.items()},
         "speedup_greedy_vs_baseline": greedy / base,
         f"slowdown_beam{args.beam}_vs_greedy": greedy / beam,

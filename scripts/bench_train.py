@@ -117,7 +117,12 @@ def main() -> None:
         data = prepare_data(config, paths)
     prep_s = time.perf_counter() - start
     vocab = data.tgt_tokenizer.get_vocab_size()
-    model = build_model(config.model, data.src_tokenizer.get_vocab_size(), vocab)
+    model = build_model(
+        config.model,
+        data.src_tokenizer.get_vocab_size(),
+        vocab,
+        shared_vocab=config.tokenizer.shared,
+    )
     trainer = Trainer(config, model, data, paths, device)
     batches = trainer.sampler.batches(0)
     accum = config.train.accum_steps

@@ -189,7 +189,7 @@ def test_clean_pairs_counts_empty_and_duplicates() -> None:
     assert "6 pairs read" in stats.summary()
 
     stats = FilterStats()
-    kept = clean_pairs(pairs, stats, dedup=False)
+    kept = clean_pairs(pairs, stats, DataConfig(dedup=False))
     assert kept == [("a b", "c d"), ("a b", "c d"), ("e", "f"), ("a b", "c d")]
     assert (stats.empty, stats.duplicate) == (2, 0)
 

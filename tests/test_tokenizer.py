@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 from conftest import make_pairs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
@@ -17,6 +19,7 @@ from translator.tokenizer import (
     PAD_ID,
     SOS,
     SOS_ID,
+    SPECIAL_TOKENS,
     UNK,
     UNK_ID,
     check_special_ids,
@@ -24,16 +27,20 @@ from translator.tokenizer import (
     detokenize,
     fingerprint,
     load_tokenizer,
+    normalize_text,
     save_tokenizer,
+    tokenizer_kind,
     train_tokenizer,
 )
 
+KINDS = ["word", "bpe", "unigram"]
+
 SENTENCES = [
-    "il gatto è rosso .",
-    "il cane è grande , e la casa è rossa !",
-    "l'uomo vede il gatto .",
-    "dov'è il cane ?",
-    "il gatto e il cane .",
+    "il gatto è rosso.",
+    "il cane è grande, e la casa è rossa!",
+    "l'uomo vede il gatto.",
+    "dov'è il cane?",
+    "il gatto e il cane.",
 ]
 
 
@@ -51,7 +58,8 @@ def test_trained_tokenizers_have_fixed_special_ids(min_freq: int, side: int) -> 
         assert tok.id_to_token(expected) == token
     # Ordinary words never take a special id.
     words = {w for p in make_pairs(200, seed=side) for w in p[side].split()}
-    assert all(tok.token_to_id(w) is None or tok.token_to_id(w) > EOS_ID for w in words)
+    assert all(tok.token_to_id("▁" + w) is None or tok.token_to_id("▁" + w) > EOS_ID for w in words)
+    assert any(tok.token_to_id("▁" + w) is not None for w in words)
 
 
 def test_special_ids_survive_an_empty_corpus() -> None:
@@ -92,12 +100,12 @@ def test_min_freq_sends_rare_words_to_unk() -> None:
     sentences = ["common common common rare", "common frequent frequent"]
     tok = train_tokenizer(sentences, min_freq=2)
     vocab = tok.get_vocab()
-    assert "common" in vocab and "frequent" in vocab
-    assert "rare" not in vocab
+    assert "▁common" in vocab and "▁frequent" in vocab
+    assert "▁rare" not in vocab
     ids = tok.encode("common rare frequent unseen").ids
-    assert ids == [vocab["common"], UNK_ID, vocab["frequent"], UNK_ID]
+    assert ids == [vocab["▁common"], UNK_ID, vocab["▁frequent"], UNK_ID]
     # With min_freq 1 the rare word is kept.
-    assert "rare" in train_tokenizer(sentences, min_freq=1).get_vocab()
+    assert "▁rare" in train_tokenizer(sentences, min_freq=1).get_vocab()
 
 
 def test_max_vocab_caps_the_vocabulary_including_specials() -> None:
@@ -105,15 +113,15 @@ def test_max_vocab_caps_the_vocabulary_including_specials() -> None:
     tok = train_tokenizer(sentences, min_freq=1, max_vocab=6)
     assert tok.get_vocab_size() == 6
     check_special_ids(tok)
-    assert {"a", "b"} <= set(tok.get_vocab())  # the most frequent words are the ones kept
+    assert {"▁a", "▁b"} <= set(tok.get_vocab())  # the most frequent words are the ones kept
 
 
 def test_decode_ids_stops_at_eos_skips_pad_and_sos_keeps_unk() -> None:
     tok = train_tokenizer(SENTENCES, min_freq=1)
     v = tok.get_vocab()
-    ids = [SOS_ID, v["il"], PAD_ID, UNK_ID, v["è"], v["rosso"], v["."], EOS_ID, v["cane"], v["?"]]
+    ids = [SOS_ID, v["▁il"], PAD_ID, UNK_ID, v["▁è"], v["▁rosso"], v["."], EOS_ID, v["▁cane"]]
     assert decode_ids(tok, ids) == "il [UNK] è rosso."
-    assert decode_ids(tok, [EOS_ID, v["il"]]) == ""
+    assert decode_ids(tok, [EOS_ID, v["▁il"]]) == ""
     assert decode_ids(tok, []) == ""
 
 
@@ -129,7 +137,7 @@ def test_decode_ids_inverts_encoding_of_tokenized_text() -> None:
 
 def test_decode_ids_out_of_range_id_becomes_unk() -> None:
     tok = train_tokenizer(SENTENCES, min_freq=1)
-    assert decode_ids(tok, [tok.get_vocab()["il"], 10_000]) == "il [UNK]"
+    assert decode_ids(tok, [tok.get_vocab()["▁il"], 10_000]) == "il [UNK]"
 
 
 @pytest.mark.parametrize(
@@ -147,3 +155,116 @@ def test_decode_ids_out_of_range_id_becomes_unk() -> None:
 )
 def test_detokenize_closes_up_punctuation_and_elisions(words: list[str], text: str) -> None:
     assert detokenize(words) == text
+
+
+def test_a_word_level_tokenizer_saved_before_decoders_still_decodes(tmp_path: Path) -> None:
+    """Runs trained before tokenizers carried a decoder: decode_ids falls back to detokenize."""
+    old = Tokenizer(
+        WordLevel(
+            {t: i for i, t in enumerate([*SPECIAL_TOKENS, "l", "'", "uomo", "."])}, unk_token=UNK
+        )
+    )
+    old.pre_tokenizer = Whitespace()
+    path = tmp_path / "old.json"
+    old.save(str(path))
+    tok = load_tokenizer(path)
+    assert tok.decoder is None
+    assert decode_ids(tok, tok.encode("l'uomo .").ids) == "l'uomo."
+
+
+# --------------------------------------------------------------------------- lossless text
+
+# Each case is a detokenisation that the old Whitespace pre-tokenizer got wrong.
+ROUND_TRIP_CASES = [
+    "un po' di pane",
+    "È un bel giorno, vero?",
+    "Costa 3.5 euro alle 10:30.",
+    '"Ciao", disse.',
+    "Mandami una e-mail, Tom!",
+    "Dov'è l'uomo?",
+    "«Sì» — rispose (forse)...",
+    "50% più 2+2=4 #1 @casa",
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("text", ROUND_TRIP_CASES)
+def test_known_text_round_trips_through_every_kind(kind: str, text: str) -> None:
+    tok = train_tokenizer([*ROUND_TRIP_CASES, *SENTENCES] * 3, min_freq=1, max_vocab=400, kind=kind)
+    ids = tok.encode(text).ids
+    assert UNK_ID not in ids
+    assert decode_ids(tok, [SOS_ID, *ids, EOS_ID]) == text
+
+
+@pytest.mark.parametrize("kind", ["bpe", "unigram"])
+def test_subwords_never_give_unk_even_for_unseen_characters(kind: str) -> None:
+    tok = train_tokenizer(SENTENCES * 5, min_freq=1, max_vocab=400, kind=kind)
+    text = "Zoë mangia 寿司 🍣 a Ålesund"
+    ids = tok.encode(text).ids
+    assert UNK_ID not in ids
+    assert decode_ids(tok, ids) == text
+
+
+SUBWORD_TOKENIZERS = {
+    kind: train_tokenizer([*SENTENCES, *ROUND_TRIP_CASES] * 5, min_freq=1, max_vocab=400, kind=kind)
+    for kind in ("bpe", "unigram")
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(max_size=60), kind=st.sampled_from(["bpe", "unigram"]))
+def test_subword_decode_inverts_encode_for_any_normalized_text(text: str, kind: str) -> None:
+    """decode(encode(s)) == s for every string, after the project's normalisation."""
+    tok = SUBWORD_TOKENIZERS[kind]
+    text = normalize_text(text)
+    ids = tok.encode(text).ids
+    assert UNK_ID not in ids
+    assert decode_ids(tok, ids) == text
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    words=st.lists(
+        st.sampled_from(
+            ["il", "gatto", "è", "rosso", ".", ",", "'", "l", "uomo", "?", "3", ":", "-", '"']
+        ),
+        max_size=12,
+    ),
+    spaces=st.lists(st.booleans(), min_size=12, max_size=12),
+)
+def test_word_decode_restores_the_spaces_that_were_there(
+    words: list[str], spaces: list[bool]
+) -> None:
+    """Known words joined with or without spaces come back exactly as written."""
+    tok = WORD_TOKENIZER
+    text = normalize_text("".join((" " if sp else "") + w for w, sp in zip(words, spaces)))
+    ids = tok.encode(text).ids
+    if UNK_ID in ids:  # a glued run such as "gatto." + "il" made a word the vocabulary lacks
+        return
+    assert decode_ids(tok, ids) == text
+
+
+WORD_TOKENIZER = train_tokenizer(
+    ["il gatto è rosso . , ' l uomo ? 3 : - \"", "il.gatto,è'rosso?3:-\"l"] * 2, min_freq=1
+)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_saved_tokenizer_decodes_on_its_own(kind: str, tmp_path: Path) -> None:
+    """Tokenizer.from_file(p).decode(ids) alone gives the text back: normalizer, pre-tokenizer
+    and decoder travel in the JSON file."""
+    tok = train_tokenizer(SENTENCES * 3, min_freq=1, max_vocab=400, kind=kind)
+    save_tokenizer(tok, tmp_path / "tok.json")
+    plain = Tokenizer.from_file(str(tmp_path / "tok.json"))
+    text = "il  cane\tè rosso."  # whitespace runs: the normalizer makes them one space
+    assert plain.decode(plain.encode(text).ids) == "il cane è rosso."
+    assert tokenizer_kind(plain) == kind
+
+
+@pytest.mark.parametrize("kind", ["bpe", "unigram"])
+def test_subword_vocabulary_size_is_respected(kind: str) -> None:
+    tok = train_tokenizer(
+        [*SENTENCES, *ROUND_TRIP_CASES] * 20, min_freq=1, max_vocab=350, kind=kind
+    )
+    assert tok.get_vocab_size() <= 350
+    check_special_ids(tok)

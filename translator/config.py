@@ -32,6 +32,14 @@ class DataConfig:
     """Number of pairs held out for validation (seeded split, recorded in the run directory)."""
     dedup: bool = True
     """Drop exact duplicate pairs (before the split, so none straddles train and validation)."""
+    normalize: Literal["none", "nfc"] = "nfc"
+    """Unicode normalisation of both sides before anything else: `nfc` composes `e` + combining
+    accent into `è` (so one word has one spelling); `none` keeps the text as read. Whitespace runs
+    always become one space."""
+    restore_accents: bool = False
+    """On the Italian side (`it`), write accents that the text spells with an apostrophe as real
+    accents: `e'` -> `è`, `perche'` -> `perché`, `citta'` -> `città`; elisions and truncations
+    (`l'`, `dell'`, `un'`, `po'`, `de'`) stay. See translator/normalize.py for the rules."""
     max_len: int = 128
     """Longest sentence kept, in tokens per side (specials excluded); longer pairs are dropped."""
     cache_dir: str | None = None
@@ -45,13 +53,39 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class TokenizerConfig:
+    kind: Literal["word", "bpe", "unigram"] = "word"
+    """`word`: WordLevel, one token per word or punctuation run, rare words [UNK]; `bpe`:
+    byte-level BPE subwords; `unigram`: SentencePiece-style Unigram subwords with byte fallback.
+    The subword kinds never produce [UNK] and turn their tokens back into exactly the text."""
+    vocab_size: int | None = None
+    """Vocabulary size (specials included): the size `bpe`/`unigram` build (default 8000); for
+    `word` a cap, as `max_vocab`."""
     min_freq: int = 2
-    """Words seen fewer times than this in the training split become [UNK]."""
+    """Words (word) or pairs to merge (bpe) seen fewer times than this in the training split are
+    left out of the vocabulary."""
     max_vocab: int | None = None
-    """Cap on vocabulary size per language (specials included); null means no cap."""
+    """Cap on the `word` vocabulary per language (specials included); null means no cap."""
+    shared: bool = False
+    """One vocabulary for both languages, trained on both sides; the encoder's and decoder's
+    embeddings and the output layer then share one matrix."""
 
     def validate(self) -> None:
-        _positive(self, "tokenizer", "min_freq", "max_vocab")
+        _positive(self, "tokenizer", "min_freq", "max_vocab", "vocab_size")
+        if self.vocab_size and self.max_vocab and self.vocab_size != self.max_vocab:
+            raise ConfigError(
+                f"tokenizer.vocab_size ({self.vocab_size}) and tokenizer.max_vocab "
+                f"({self.max_vocab}) disagree; set only tokenizer.vocab_size"
+            )
+        if self.kind != "word" and (self.size or 0) < 300:
+            raise ConfigError(
+                f"tokenizer.vocab_size must be at least 300 for kind {self.kind} "
+                "(256 byte pieces and the specials come first), e.g. 8000"
+            )
+
+    @property
+    def size(self) -> int | None:
+        """The vocabulary size to build: vocab_size, else max_vocab, else 8000 for subwords."""
+        return self.vocab_size or self.max_vocab or (None if self.kind == "word" else 8000)
 
 
 @dataclass(frozen=True)
@@ -108,7 +142,11 @@ class TrainConfig:
     """Batches whose gradients are summed into one optimizer step."""
     lr: float = 7e-4
     """Peak learning rate, reached at the end of warmup."""
-    schedule: Literal["inverse_sqrt", "constant"] = "inverse_sqrt"
+    schedule: Literal["inverse_sqrt", "constant", "linear", "cosine"] = "inverse_sqrt"
+    """After the linear warmup: `inverse_sqrt` (the paper's), `constant`, or a `linear` or
+    `cosine` decay that reaches zero when the budget runs out: train.max_minutes (in wall time)
+    or train.max_steps / epochs (in steps), whichever comes first. A resumed run goes on decaying
+    from where it stopped, towards its new deadline."""
     warmup_steps: int = 4000
     weight_decay: float = 0.0
     label_smoothing: float = 0.1
@@ -128,6 +166,10 @@ class TrainConfig:
     """What `best.pt` is chosen by: the lowest validation loss or the highest BLEU."""
     n_samples: int = 3
     checkpoint_every: int = 500
+    average_last: int = 0
+    """Keep the last K checkpoints written every checkpoint_every steps (step_N.pt) and, at the
+    end of training, write averaged.pt, the mean of their weights (and of the final weights).
+    `translate` and `validate` then use it. 0 keeps none."""
     on_nonfinite: Literal["stop", "skip"] = "stop"
     """A step whose loss is NaN/inf: `stop` the run, or `skip` the update and count it."""
 
@@ -145,7 +187,9 @@ class TrainConfig:
             "checkpoint_every",
             "clip_norm",
         )
-        _non_negative(self, "train", "warmup_steps", "weight_decay", "eval_every", "n_samples")
+        _non_negative(
+            self, "train", "warmup_steps", "weight_decay", "eval_every", "n_samples", "average_last"
+        )
         _unit_interval(self.label_smoothing, "train.label_smoothing")
 
 

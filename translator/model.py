@@ -317,9 +317,18 @@ def reorder_cache(cache: DecoderCache, index: torch.Tensor) -> DecoderCache:
     ]
 
 
-def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> Transformer:
-    """Build the Transformer for the given vocabulary sizes."""
-    return Transformer(cfg, src_vocab_size, tgt_vocab_size)
+def build_model(
+    cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, shared_vocab: bool = False
+) -> Transformer:
+    """Build the Transformer for the given vocabulary sizes; with `shared_vocab` (one vocabulary
+    for both languages) the source, target and output embeddings are one matrix."""
+    model = Transformer(cfg, src_vocab_size, tgt_vocab_size)
+    if shared_vocab:
+        if src_vocab_size != tgt_vocab_size:
+            raise ValueError("a shared vocabulary needs equal source and target sizes")
+        model.tgt_embed.tokens.weight = model.src_embed.tokens.weight
+        model.output.weight = model.src_embed.tokens.weight
+    return model
 
 
 def count_parameters(model: nn.Module) -> int:

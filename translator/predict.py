@@ -17,6 +17,7 @@ from typing import TextIO
 import torch
 from tokenizers import Tokenizer
 
+from translator.average import AVERAGED, averaged_is_current
 from translator.checkpoint import BEST, LATEST, load_checkpoint
 from translator.config import Config, DecodeConfig, apply_override, config_from_dict, read_yaml
 from translator.decode import translate_ids
@@ -72,7 +73,9 @@ def find_checkpoint(
 
 
 def checkpoint_of_run(run_dir: Path) -> Path:
-    """The run's best checkpoint, else its latest."""
+    """The run's averaged checkpoint when it is current, else its best, else its latest."""
+    if averaged_is_current(run_dir):
+        return run_dir / AVERAGED
     for name in (BEST, LATEST):
         if (run_dir / name).is_file():
             return run_dir / name
@@ -124,7 +127,12 @@ def _build_loaded(
                 f"{checkpoint}: its {side} vocabulary differs from "
                 f"{run_dir / f'tokenizer_{side}.json'}; the checkpoint belongs to another run"
             )
-    model = build_model(config.model, src_tok.get_vocab_size(), tgt_tok.get_vocab_size())
+    model = build_model(
+        config.model,
+        src_tok.get_vocab_size(),
+        tgt_tok.get_vocab_size(),
+        shared_vocab=config.tokenizer.shared,
+    )
     try:
         model.load_state_dict(state["model"])
     except RuntimeError as exc:

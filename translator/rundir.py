@@ -17,7 +17,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from translator.checkpoint import BEST, LATEST
-from translator.config import Config
+from translator.config import Config, TokenizerConfig
 from translator.data import (
     BilingualDataset,
     FilterStats,
@@ -112,7 +112,7 @@ def prepare_data(config: Config, paths: RunPaths) -> PreparedData:
     if cached is not None:
         return cached
     stats = FilterStats()
-    pairs = clean_pairs(read_pairs(config.data), stats, dedup=config.data.dedup)
+    pairs = clean_pairs(read_pairs(config.data), stats, config.data)
     train_idx, valid_idx = load_or_make_split(paths.split, len(pairs), config)
     train_pairs = [pairs[i] for i in train_idx]
     valid_pairs = [pairs[i] for i in valid_idx]
@@ -123,9 +123,7 @@ def prepare_data(config: Config, paths: RunPaths) -> PreparedData:
             load_tokenizer(paths.tokenizer("tgt")),
         )
     else:
-        tok_cfg = config.tokenizer
-        src_tok = train_tokenizer((s for s, _ in train_pairs), tok_cfg.min_freq, tok_cfg.max_vocab)
-        tgt_tok = train_tokenizer((t for _, t in train_pairs), tok_cfg.min_freq, tok_cfg.max_vocab)
+        src_tok, tgt_tok = train_tokenizers(train_pairs, config.tokenizer)
         save_tokenizer(src_tok, paths.tokenizer("src"))
         save_tokenizer(tgt_tok, paths.tokenizer("tgt"))
 
@@ -139,6 +137,20 @@ def prepare_data(config: Config, paths: RunPaths) -> PreparedData:
     data = PreparedData(src_tok, tgt_tok, train_ds, valid_ds, [valid_pairs[i] for i in kept], stats)
     save_encoded(paths, key, data)
     return data
+
+
+def train_tokenizers(pairs: list[Pair], cfg: TokenizerConfig) -> tuple[Tokenizer, Tokenizer]:
+    """The source and target tokenizers, trained on `pairs` (the training split only); with
+    `shared`, one tokenizer trained on both sides serves as both."""
+    if cfg.shared:
+        both = train_tokenizer(
+            (text for pair in pairs for text in pair), cfg.min_freq, cfg.size, cfg.kind
+        )
+        return both, both
+    return tuple(  # type: ignore[return-value]
+        train_tokenizer((pair[side] for pair in pairs), cfg.min_freq, cfg.size, cfg.kind)
+        for side in (0, 1)
+    )
 
 
 def _cache_key(config: Config) -> str:

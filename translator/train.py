@@ -533,7 +533,10 @@ def _train(
     if not rank.is_main:
         data = prepare_data(config, paths)
     model = build_model(
-        config.model, data.src_tokenizer.get_vocab_size(), data.tgt_tokenizer.get_vocab_size()
+        config.model,
+        data.src_tokenizer.get_vocab_size(),
+        data.tgt_tokenizer.get_vocab_size(),
+        shared_vocab=config.tokenizer.shared,
     )
     if rank.rank > 0:  # same initial weights everywhere, distinct dropout streams per rank
         torch.manual_seed(config.train.seed * 7919 + rank.rank * 104729)

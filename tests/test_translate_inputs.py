@@ -25,7 +25,7 @@ from translator.tokenizer import (
     detokenize,
     train_tokenizer,
 )
-from translator.train import train_command
+from translator.train_run import train_command
 
 WEIRD_LINES = {
     "empty": "",

@@ -25,7 +25,7 @@ from translator.data import read_local_pairs
 from translator.evaluate import evaluate_translations
 from translator.metrics import corpus_scores
 from translator.predict import LoadedModel, find_checkpoint, load_model, translate_sentences
-from translator.train import train_command
+from translator.train_run import train_command
 
 # (name, beam, ban_unk): the decodings every run is scored with, besides its config's own.
 DECODINGS = [

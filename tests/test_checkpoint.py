@@ -20,7 +20,7 @@ from conftest import ROOT, make_pairs, write_jsonl
 import translator.checkpoint as checkpoint
 from translator.checkpoint import FORMAT, VERSION, load_checkpoint, save_checkpoint
 from translator.errors import CheckpointError
-from translator.train import train_command
+from translator.train_run import train_command
 
 TINY = ROOT / "configs" / "tiny.yaml"
 

@@ -16,7 +16,6 @@ import torch
 from conftest import ROOT, make_pairs, write_jsonl
 from typer.testing import CliRunner
 
-from translator.attention import save_attention
 from translator.cli import app
 from translator.config import load_config
 from translator.errors import CheckpointError, ConfigError
@@ -26,6 +25,7 @@ from translator.predict import (
     find_checkpoint,
     load_model,
     override_config,
+    save_attention,
     translate_sentences,
 )
 from translator.rundir import RunPaths, prepare_data

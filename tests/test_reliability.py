@@ -22,7 +22,7 @@ from conftest import ROOT, make_pairs, write_jsonl
 
 from translator.checkpoint import FORMAT, VERSION
 from translator.cli import main
-from translator.train import train_command
+from translator.train_run import train_command
 
 TINY = str(ROOT / "configs" / "tiny.yaml")
 BASE_CKPT = "ck-weights/base/latest.pt"

@@ -15,7 +15,8 @@ from translator.data import collate
 from translator.errors import CheckpointError, ConfigError
 from translator.model import build_model
 from translator.rundir import RunPaths, prepare_data
-from translator.train import Trainer, learning_rate, train_command
+from translator.train import Trainer, learning_rate
+from translator.train_run import train_command
 
 TINY = ROOT / "configs" / "tiny.yaml"
 

@@ -26,7 +26,7 @@ from translator.tokenizer import (
     normalize_text,
     train_tokenizer,
 )
-from translator.train import train_command
+from translator.train_run import train_command
 
 WEIRD_LINES = {
     "empty": "",

@@ -7,17 +7,15 @@ without `--attention` never loads it and no display is needed.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 from tokenizers import Tokenizer
 
 from translator.config import DecodeConfig
-from translator.decode import max_output_lengths, translate_ids
+from translator.decode import max_output_lengths
 from translator.errors import ConfigError
 from translator.model import Transformer, record_attention
-from translator.predict import LoadedModel, encode_sources
 from translator.tokenizer import EOS_ID, SOS_ID, UNK
 
 if TYPE_CHECKING:
@@ -43,37 +41,6 @@ def attention_weights(model: Transformer, src: torch.Tensor, tgt_in: torch.Tenso
         kind: [m.weights[0].float().cpu() for m in modules]
         for kind, modules in model.attention_modules().items()
     }
-
-
-def save_attention(
-    loaded: LoadedModel,
-    sentence: str,
-    path: Path,
-    beam: int | None = None,
-    layer: int | None = None,
-    self_attention: bool = False,
-) -> None:
-    """Translate `sentence` and save a figure of its attention maps to `path` (format by suffix)."""
-    cfg = loaded.config.decode
-    src_ids = encode_sources(loaded.src_tokenizer, [sentence], loaded.max_source_tokens)[0]
-    src = torch.tensor([src_ids], device=loaded.device)  # (1, S)
-    output = translate_ids(loaded.model, src, cfg, beam)[0]
-    fig = translation_figure(
-        loaded.model,
-        src_ids,
-        output,
-        loaded.src_tokenizer,
-        loaded.tgt_tokenizer,
-        cfg,
-        layer,
-        self_attention,
-    )
-    try:
-        fig.savefig(path, dpi=100)
-    except OSError as exc:
-        raise ConfigError(f"--attention {path}: cannot write ({exc.strerror or exc})") from None
-    except ValueError as exc:  # an unknown image format
-        raise ConfigError(f"--attention {path}: {exc}") from None
 
 
 def translation_figure(

@@ -68,7 +68,7 @@ def train(
     """Train a model; TensorBoard events go to runs/NAME, checkpoints to weights/NAME."""
 
     def go() -> None:
-        from translator.train import train_command
+        from translator.train_run import train_command
 
         train_command(config, set_ or [], run, resume, device, runs_dir, weights_dir)
 

@@ -17,6 +17,7 @@ from typing import TextIO
 import torch
 from tokenizers import Tokenizer
 
+from translator.attention import translation_figure
 from translator.average import AVERAGED, averaged_is_current
 from translator.checkpoint import BEST, LATEST, load_checkpoint
 from translator.config import Config, DecodeConfig, apply_override, config_from_dict, read_yaml
@@ -306,12 +307,41 @@ def translate_command(
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
     if attention is not None:
-        from translator.attention import save_attention
-
         for n, text in enumerate(texts, start=1):
             path = attention if len(texts) == 1 else attention.with_stem(f"{attention.stem}-{n}")
             save_attention(loaded, text, path, beam, attention_layer, attention_self)
             print(f"attention maps saved to {path}", file=sys.stderr)
+
+
+def save_attention(
+    loaded: LoadedModel,
+    sentence: str,
+    path: Path,
+    beam: int | None = None,
+    layer: int | None = None,
+    self_attention: bool = False,
+) -> None:
+    """Translate `sentence` and save a figure of its attention maps to `path` (format by suffix)."""
+    cfg = loaded.config.decode
+    src_ids = encode_sources(loaded.src_tokenizer, [sentence], loaded.max_source_tokens)[0]
+    src = torch.tensor([src_ids], device=loaded.device)  # (1, S)
+    output = translate_ids(loaded.model, src, cfg, beam)[0]
+    fig = translation_figure(
+        loaded.model,
+        src_ids,
+        output,
+        loaded.src_tokenizer,
+        loaded.tgt_tokenizer,
+        cfg,
+        layer,
+        self_attention,
+    )
+    try:
+        fig.savefig(path, dpi=100)
+    except OSError as exc:
+        raise ConfigError(f"--attention {path}: cannot write ({exc.strerror or exc})") from None
+    except ValueError as exc:  # an unknown image format
+        raise ConfigError(f"--attention {path}: {exc}") from None
 
 
 def _translate_stream(loaded: LoadedModel, stream: TextIO, beam: int) -> None:

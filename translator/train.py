@@ -1,15 +1,16 @@
-"""Training: the Trainer (train_step, evaluate, fit) and the `translator train` entry point."""
+"""Training: the learning-rate schedule and the Trainer (train_step, fit, checkpoints).
+
+Evaluation and sampling during training live in train_eval.py, signal handling in stopping.py,
+and the `translator train` entry point in train_run.py.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
-import signal
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,25 +19,19 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from translator.checkpoint import load_checkpoint, save_checkpoint
-from translator.config import Config, load_config, save_config
+from translator.checkpoint import save_checkpoint
+from translator.config import Config
 from translator.data import Batch, TokenBatchSampler, collate, shard_batches
-from translator.decode import greedy_decode
-from translator.device import autocast_dtype, resolve_device
-from translator.distributed import (
-    all_reduce_sum,
-    barrier,
-    current_rank,
-    init_distributed,
-    launched_by_torchrun,
-    shutdown,
-)
-from translator.errors import CheckpointError, ConfigError, TranslatorError
-from translator.evaluate import evaluate_translations, validation_loss
-from translator.metrics import Logger, NullLogger, TensorBoardLogger
-from translator.model import Transformer, build_model, count_parameters
-from translator.rundir import PreparedData, RunPaths, prepare_data
-from translator.tokenizer import PAD_ID, decode_ids, fingerprint
+from translator.device import autocast_dtype
+from translator.distributed import all_reduce_sum, barrier, current_rank
+from translator.errors import TranslatorError
+from translator.metrics import Logger, NullLogger
+from translator.model import Transformer
+from translator.rundir import PreparedData, RunPaths
+from translator.stopping import StopOnSignal
+from translator.tokenizer import PAD_ID
+from translator.train_eval import validate_and_sample
+from translator.train_state import Progress, restore_trainer, trainer_state
 
 log = logging.getLogger("translator")
 
@@ -61,20 +56,6 @@ def learning_rate(step: int, cfg: Any) -> float:
 
 
 # --------------------------------------------------------------------------- trainer
-
-
-@dataclass
-class Progress:
-    """Where training is: restored from a checkpoint on resume."""
-
-    step: int = 0
-    epoch: int = 0
-    batch_in_epoch: int = 0
-    best_valid_loss: float = math.inf
-    best_bleu: float = -math.inf
-    tokens_seen: int = 0
-    """Real target tokens trained on, all ranks together."""
-    skipped_steps: int = 0
 
 
 class Trainer:
@@ -180,102 +161,15 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         return total, grad_norm
 
-    # ---- evaluation
-
-    def evaluate(self) -> float:
-        """Validation loss: mean cross-entropy per real target token (no label smoothing)."""
-        with self.autocast():
-            return validation_loss(self.model, self.data.valid, self.cfg.batch_tokens, self.device)
-
-    def samples(self) -> list[tuple[str, str, str]]:
-        """(source, reference, greedy prediction) for the first few validation pairs; their
-        cross-attention maps go to TensorBoard as images."""
-        n = min(self.cfg.n_samples, len(self.data.valid))
-        if n == 0:
-            return []
-        items = [self.data.valid[i] for i in range(n)]
-        batch = collate(items).to(self.device)
-        dec = self.config.decode
-        with self.autocast():
-            outputs = greedy_decode(
-                self.model, batch.src, dec.max_len_a, dec.max_len_b, ban_unk=dec.ban_unk
-            )
-        if not isinstance(self.logger, NullLogger):
-            from translator.attention import translation_figure
-
-            for i, (item, out) in enumerate(zip(items, outputs, strict=True)):
-                fig = translation_figure(
-                    self.model,
-                    item["encoder_input"],
-                    out,
-                    self.data.src_tokenizer,
-                    self.data.tgt_tokenizer,
-                    dec,
-                )
-                self.logger.figure(f"valid/attention_{i + 1}", fig, self.progress.step)
-        return [
-            (src, ref, decode_ids(self.data.tgt_tokenizer, out))
-            for (src, ref), out in zip(self.data.valid_pairs[:n], outputs, strict=True)
-        ]
-
     # ---- checkpoints
 
     def state_dict(self) -> dict[str, Any]:
-        p = self.progress
-        return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "progress": {**dataclasses.asdict(p), "world_size": self.rank.world_size},
-            "rng": {
-                "torch": torch.get_rng_state(),
-                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            },
-            "config": self.config.to_dict(),
-            "tokenizers": {
-                "src": fingerprint(self.data.src_tokenizer),
-                "tgt": fingerprint(self.data.tgt_tokenizer),
-            },
-        }
+        """Everything a resume needs: weights, optimizer, progress, RNG, config, vocabularies."""
+        return trainer_state(self)
 
     def load_state_dict(self, state: dict[str, Any], where: Path) -> None:
         """Restore weights, optimizer, progress and RNG; a foreign checkpoint is one clear error."""
-        try:
-            self._load_state_dict(state, where)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise CheckpointError(
-                f"{where}: incomplete or foreign checkpoint ({type(exc).__name__}: {exc}); "
-                "use another checkpoint of the run"
-            ) from None
-
-    def _load_state_dict(self, state: dict[str, Any], where: Path) -> None:
-        for side, tok in (("src", self.data.src_tokenizer), ("tgt", self.data.tgt_tokenizer)):
-            if state["tokenizers"][side] != fingerprint(tok):
-                raise CheckpointError(
-                    f"{where}: its {side} vocabulary differs from {self.paths.tokenizer(side)}; "
-                    "the checkpoint belongs to another run"
-                )
-        try:
-            self.model.load_state_dict(state["model"])
-        except RuntimeError as exc:
-            first = str(exc).splitlines()[1].strip() if "\n" in str(exc) else str(exc)
-            raise CheckpointError(
-                f"{where}: model shape does not match the config ({first})"
-            ) from None
-        self.optimizer.load_state_dict(state["optimizer"])
-        progress = dict(state["progress"])
-        saved_world = progress.pop("world_size", 1)
-        if saved_world != self.rank.world_size:
-            # Positions count this rank's share of an epoch's batches; carry the same number of
-            # batches consumed over to the new number of ranks.
-            progress["batch_in_epoch"] = (
-                progress["batch_in_epoch"] * saved_world // (self.rank.world_size)
-            )
-        self.progress = Progress(**progress)
-        torch.set_rng_state(state["rng"]["torch"])
-        if state["rng"]["cuda"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
-        if self.rank.rank > 0:  # distinct dropout streams per rank
-            torch.manual_seed(self.cfg.seed * 7919 + self.rank.rank * 104729 + self.progress.step)
+        restore_trainer(self, state, where)
 
     def save(self, path: Path) -> None:
         """Write a checkpoint (rank 0 only: the weights are the same on every rank)."""
@@ -306,7 +200,7 @@ class Trainer:
         self._window = (0, time.perf_counter())  # target tokens and start of the log window
         if cfg.max_minutes is not None:
             self.deadline = time.monotonic() + 60 * cfg.max_minutes
-        with _StopOnSignal(self):
+        with StopOnSignal(self):
             # max_steps, when set, overrides epochs
             while (
                 p.step < total
@@ -365,31 +259,9 @@ class Trainer:
             self.save(self.paths.latest)
 
     def _validate_and_sample(self) -> None:
-        """Validation loss (and BLEU/chrF), samples to the log and TensorBoard; keep the best."""
-        from tqdm import tqdm
-
-        step, p = self.progress.step, self.progress
-        valid_loss = self.evaluate()
-        self.logger.scalar("valid/loss", valid_loss, step)
-        lines = [f"step {step}: valid loss {valid_loss:.4f}"]
-        bleu = math.nan
-        if self.cfg.eval_bleu and len(self.data.valid):
-            with self.autocast():
-                _, scores = evaluate_translations(
-                    self.model, self.data, self.config.decode, self.device, beam=1, progress=False
-                )
-            bleu = scores.bleu
-            self.logger.scalar("valid/bleu", scores.bleu, step)
-            self.logger.scalar("valid/chrf", scores.chrf, step)
-            lines[0] += f", BLEU {scores.bleu:.2f}, chrF {scores.chrf:.2f} (greedy)"
-        samples = self.samples()
-        table = "| source | reference | prediction |\n|---|---|---|\n" + "\n".join(
-            f"| {s} | {r} | {h} |" for s, r, h in samples
-        )
-        self.logger.text("valid/samples", table, step)
-        self.logger.flush()
-        lines += [f"  src: {s}\n  ref: {r}\n  hyp: {h}" for s, r, h in samples]
-        tqdm.write("\n".join(lines), file=sys.stderr)
+        """Evaluate and sample (train_eval), then keep the best checkpoint."""
+        p = self.progress
+        valid_loss, bleu = validate_and_sample(self)
         improved = (
             math.isfinite(bleu) and bleu > p.best_bleu
             if self.cfg.best_metric == "bleu"
@@ -437,144 +309,3 @@ class Trainer:
             f"interrupted at step {self.progress.step}; checkpoint saved to {self.paths.latest}; "
             f"resume with: translator train --run {self.paths.name} --resume"
         )
-
-
-class _StopOnSignal:
-    """SIGINT/SIGTERM ask the trainer to stop after the current step; a second SIGINT stops now."""
-
-    def __init__(self, trainer: Trainer) -> None:
-        self.trainer = trainer
-        self.previous: dict[int, Any] = {}
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.trainer.stop_requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.trainer.stop_requested = True
-        print(
-            f"\n{signal.Signals(signum).name}: stopping after this step and saving a checkpoint "
-            "(Ctrl-C again to quit at once)",
-            file=sys.stderr,
-        )
-
-    def __enter__(self) -> _StopOnSignal:
-        import threading
-
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self.previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-
-
-# --------------------------------------------------------------------------- entry point
-
-
-def train_command(
-    config_path: Path | None,
-    overrides: list[str],
-    run: str | None,
-    resume: str | None,
-    device_name: str | None,
-    runs_root: Path = Path("runs"),
-    weights_root: Path = Path("weights"),
-) -> Trainer:
-    """`translator train`: build everything from the config and train; resume when asked.
-
-    Under torchrun, every process runs this; rank 0 alone prepares the data, logs and saves.
-    """
-    if launched_by_torchrun():
-        init_distributed(resolve_device(device_name))
-    try:
-        return _train(config_path, overrides, run, resume, device_name, runs_root, weights_root)
-    finally:
-        shutdown()
-
-
-def _train(
-    config_path: Path | None,
-    overrides: list[str],
-    run: str | None,
-    resume: str | None,
-    device_name: str | None,
-    runs_root: Path,
-    weights_root: Path,
-) -> Trainer:
-    rank = current_rank()
-    level = logging.INFO if rank.is_main else logging.WARNING
-    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
-    if run is None and config_path is None:
-        raise ConfigError("train: give --config PATH (and/or --run NAME to resume a run)")
-    paths = RunPaths.create(run or Path(config_path).stem, runs_root, weights_root)
-    resume_path = _resume_path(resume, paths)
-    if resume_path is None and paths.latest.is_file():
-        raise ConfigError(
-            f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it with "
-            f"--resume, or start another with --run NEW_NAME"
-        )
-    if resume_path is None and rank.is_main:
-        paths.discard_prepared()  # a fresh start: nothing of an earlier, failed attempt is reused
-    # On resume the run's own resolved config is the base; --set may still change it (max_steps).
-    base = paths.config if resume_path is not None and paths.config.is_file() else config_path
-    config = load_config(base, overrides)
-    device = resolve_device(device_name)
-    if rank.distributed and device.type == "cuda":
-        device = torch.device("cuda", rank.local_rank)
-    torch.manual_seed(config.train.seed)
-
-    start = time.perf_counter()
-    if rank.is_main:  # tokenizers, split and encoded data are made once, then read by the others
-        paths.make()
-        data = prepare_data(config, paths)
-        save_config(config, paths.config)
-    barrier()
-    if not rank.is_main:
-        data = prepare_data(config, paths)
-    model = build_model(
-        config.model,
-        data.src_tokenizer.get_vocab_size(),
-        data.tgt_tokenizer.get_vocab_size(),
-        shared_vocab=config.tokenizer.shared,
-    )
-    if rank.rank > 0:  # same initial weights everywhere, distinct dropout streams per rank
-        torch.manual_seed(config.train.seed * 7919 + rank.rank * 104729)
-    log.info(
-        "data: %s; %s train / %s valid pairs; vocab %s src / %s tgt",
-        data.stats.summary(),
-        f"{len(data.train):,}",
-        f"{len(data.valid):,}",
-        f"{data.src_tokenizer.get_vocab_size():,}",
-        f"{data.tgt_tokenizer.get_vocab_size():,}",
-    )
-    log.info(
-        "model: %s parameters; device %s%s; precision %s; run %s (events in %s)",
-        f"{count_parameters(model):,}",
-        device.type,
-        f" x {rank.world_size} processes" if rank.distributed else "",
-        "bf16" if autocast_dtype(config.train.precision, device) else "fp32",
-        paths.name,
-        paths.log_dir,
-    )
-    logger = TensorBoardLogger(paths.log_dir) if rank.is_main else NullLogger()
-    trainer = Trainer(config, model, data, paths, device, logger)
-    if resume_path is not None:
-        trainer.load_state_dict(load_checkpoint(resume_path, map_location=device), resume_path)
-        log.info("resumed from %s at step %d", resume_path, trainer.progress.step)
-    log.info("ready to train after %.1f s", time.perf_counter() - start)
-    trainer.fit()
-    return trainer
-
-
-def _resume_path(resume: str | None, paths: RunPaths) -> Path | None:
-    if resume is None:
-        return None
-    if resume == "latest":
-        if not paths.latest.is_file():
-            raise CheckpointError(
-                f"--resume: run {paths.name!r} has no checkpoint at {paths.latest}; "
-                "start it without --resume"
-            )
-        return paths.latest
-    return Path(resume)

@@ -1,0 +1,92 @@
+"""A Trainer's state as a checkpoint holds it, and its restoration on resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from translator.errors import CheckpointError
+from translator.tokenizer import fingerprint
+
+if TYPE_CHECKING:
+    from translator.train import Trainer
+
+
+@dataclass
+class Progress:
+    """Where training is: restored from a checkpoint on resume."""
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    best_valid_loss: float = math.inf
+    best_bleu: float = -math.inf
+    tokens_seen: int = 0
+    """Real target tokens trained on, all ranks together."""
+    skipped_steps: int = 0
+
+
+def trainer_state(trainer: Trainer) -> dict[str, Any]:
+    """Everything a resume needs: weights, optimizer, progress, RNG, config, vocabularies."""
+    p = trainer.progress
+    return {
+        "model": trainer.model.state_dict(),
+        "optimizer": trainer.optimizer.state_dict(),
+        "progress": {**dataclasses.asdict(p), "world_size": trainer.rank.world_size},
+        "rng": {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        },
+        "config": trainer.config.to_dict(),
+        "tokenizers": {
+            "src": fingerprint(trainer.data.src_tokenizer),
+            "tgt": fingerprint(trainer.data.tgt_tokenizer),
+        },
+    }
+
+
+def restore_trainer(trainer: Trainer, state: dict[str, Any], where: Path) -> None:
+    """Restore weights, optimizer, progress and RNG; a foreign checkpoint is one clear error."""
+    try:
+        _restore(trainer, state, where)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(
+            f"{where}: incomplete or foreign checkpoint ({type(exc).__name__}: {exc}); "
+            "use another checkpoint of the run"
+        ) from None
+
+
+def _restore(trainer: Trainer, state: dict[str, Any], where: Path) -> None:
+    for side, tok in (("src", trainer.data.src_tokenizer), ("tgt", trainer.data.tgt_tokenizer)):
+        if state["tokenizers"][side] != fingerprint(tok):
+            raise CheckpointError(
+                f"{where}: its {side} vocabulary differs from {trainer.paths.tokenizer(side)}; "
+                "the checkpoint belongs to another run"
+            )
+    try:
+        trainer.model.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[1].strip() if "\n" in str(exc) else str(exc)
+        raise CheckpointError(f"{where}: model shape does not match the config ({first})") from None
+    trainer.optimizer.load_state_dict(state["optimizer"])
+    progress = dict(state["progress"])
+    saved_world = progress.pop("world_size", 1)
+    if saved_world != trainer.rank.world_size:
+        # Positions count this rank's share of an epoch's batches; carry the same number of
+        # batches consumed over to the new number of ranks.
+        progress["batch_in_epoch"] = (
+            progress["batch_in_epoch"] * saved_world // (trainer.rank.world_size)
+        )
+    trainer.progress = Progress(**progress)
+    torch.set_rng_state(state["rng"]["torch"])
+    if state["rng"]["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+    if trainer.rank.rank > 0:  # distinct dropout streams per rank
+        torch.manual_seed(
+            trainer.cfg.seed * 7919 + trainer.rank.rank * 104729 + trainer.progress.step
+        )

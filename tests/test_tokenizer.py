@@ -237,7 +237,9 @@ def test_word_decode_restores_the_spaces_that_were_there(
 ) -> None:
     """Known words joined with or without spaces come back exactly as written."""
     tok = WORD_TOKENIZER
-    text = normalize_text("".join((" " if sp else "") + w for w, sp in zip(words, spaces)))
+    text = normalize_text(
+        "".join((" " if sp else "") + w for w, sp in zip(words, spaces, strict=False))
+    )
     ids = tok.encode(text).ids
     if UNK_ID in ids:  # a glued run such as "gatto." + "il" made a word the vocabulary lacks
         return

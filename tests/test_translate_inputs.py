@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from translator.predict import LoadedModel, load_model, override_config, translate_sentences
 from translator.tokenizer import (
-    SPECIAL_TOKENS,
     UNK_ID,
     decode_ids,
     detokenize,

@@ -9,6 +9,7 @@ Training with `train.average_last: K` keeps the newest K checkpoints of the weig
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,15 @@ def keep_step_checkpoint(state: dict[str, Any], run_dir: Path, keep: int) -> Pat
     """Write the weights of `state` as step_<N>.pt, then delete all but the newest `keep`."""
     step = int(state["progress"]["step"])
     path = run_dir / step_checkpoint_name(step)
-    save_checkpoint({k: v for k, v in state.items() if k not in ("optimizer", "rng")}, path)
+    save_checkpoint(weights_only(state), path)
     for old in step_checkpoints(run_dir)[:-keep]:
         old.unlink(missing_ok=True)
     return path
+
+
+def weights_only(state: dict[str, Any]) -> dict[str, Any]:
+    """`state` without its optimizer and RNG state, marked as fit for inference only."""
+    return {**state, "optimizer": {}, "rng": {}, "weights_only": True}
 
 
 def average_states(paths: list[Path]) -> dict[str, Any]:
@@ -65,14 +71,17 @@ def average_states(paths: list[Path]) -> dict[str, Any]:
             averaged[key] = total.to(value.dtype)
         else:
             averaged[key] = value
-    out = {k: v for k, v in newest.items() if k not in ("optimizer", "rng", "format", "version")}
+    out = weights_only({k: v for k, v in newest.items() if k not in ("format", "version")})
     out["model"] = averaged
     out["averaged_from"] = [p.name for p in paths]
     return out
 
 
-def average_run(run_dir: Path, last: int, output: Path | None = None) -> Path:
-    """Average the run's newest `last` step checkpoints into `output` (default averaged.pt)."""
+def average_run(
+    run_dir: Path, last: int, output: Path | None = None, partial: bool = False
+) -> Path:
+    """Average the run's newest `last` step checkpoints into `output` (default averaged.pt);
+    with `partial`, fewer when fewer are kept."""
     if last < 1:
         raise ConfigError(f"--last {last}: give the number of checkpoints to average, e.g. 5")
     kept = step_checkpoints(run_dir)
@@ -81,7 +90,7 @@ def average_run(run_dir: Path, last: int, output: Path | None = None) -> Path:
             f"{run_dir}: no step_<N>.pt checkpoints to average; train with "
             "--set train.average_last=K to keep the last K"
         )
-    if len(kept) < last:
+    if len(kept) < last and not partial:
         raise CheckpointError(
             f"{run_dir}: --last {last} but only {len(kept)} step checkpoints are kept "
             f"({kept[0].name} .. {kept[-1].name}); use --last {len(kept)}"
@@ -97,3 +106,14 @@ def averaged_is_current(run_dir: Path) -> bool:
     if not averaged.is_file():
         return False
     return not latest.is_file() or averaged.stat().st_mtime >= latest.stat().st_mtime
+
+
+def average_command(run: str, last: int, output: Path | None, weights_root: Path) -> None:
+    """`translator average`: write the run's averaged checkpoint and say where."""
+    run_dir = weights_root / run
+    if not run_dir.is_dir():
+        raise ConfigError(f"--run {run}: no directory {run_dir}")
+    kept = step_checkpoints(run_dir)[-last:]
+    path = average_run(run_dir, last, output)
+    names = ", ".join(p.name for p in kept)
+    print(f"averaged {len(kept)} checkpoints ({names}) into {path}", file=sys.stderr)

@@ -170,6 +170,27 @@ def translate(
     _run(go)
 
 
+@app.command()
+def average(
+    run: Annotated[str, typer.Option("--run", help="The run whose checkpoints to average.")],
+    last: Annotated[
+        int, typer.Option("--last", help="How many of its newest step_<N>.pt to average.")
+    ] = 5,
+    output: Annotated[
+        Path | None, typer.Option("--output", help="Where to write (default: averaged.pt).")
+    ] = None,
+    weights_dir: WeightsDirOpt = Path("weights"),
+) -> None:
+    """Average the weights of a run's last K checkpoints (kept by train.average_last)."""
+
+    def go() -> None:
+        from translator.average import average_command
+
+        average_command(run, last, output, weights_dir)
+
+    _run(go)
+
+
 def _run(fn: Callable[[], Any]) -> None:
     """Call `fn`, turning user-facing errors into one line on stderr and an exit code."""
     from translator.errors import TranslatorError

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from translator.average import average_run, keep_step_checkpoint
 from translator.checkpoint import save_checkpoint
 from translator.config import Config
 from translator.data import Batch, TokenBatchSampler, collate, shard_batches
@@ -28,6 +29,7 @@ from translator.errors import TranslatorError
 from translator.metrics import Logger, NullLogger
 from translator.model import Transformer
 from translator.rundir import PreparedData, RunPaths
+from translator.schedule import learning_rate
 from translator.stopping import StopOnSignal
 from translator.tokenizer import PAD_ID
 from translator.train_eval import validate_and_sample
@@ -38,21 +40,6 @@ log = logging.getLogger("translator")
 
 class TrainingError(TranslatorError):
     """Training cannot go on (non-finite loss, interrupted)."""
-
-
-# --------------------------------------------------------------------------- schedule
-
-
-def learning_rate(step: int, cfg: Any) -> float:
-    """Linear warmup to `lr`, then inverse square root decay (or constant)."""
-    if cfg.schedule == "constant":
-        return (
-            cfg.lr if step >= cfg.warmup_steps else cfg.lr * (step + 1) / max(1, cfg.warmup_steps)
-        )
-    step = step + 1
-    if cfg.warmup_steps == 0:
-        return cfg.lr / math.sqrt(step)
-    return cfg.lr * min(step / cfg.warmup_steps, math.sqrt(cfg.warmup_steps / step))
 
 
 # --------------------------------------------------------------------------- trainer
@@ -100,6 +87,9 @@ class Trainer:
         self.stop_agreed = False  # all ranks saw a stop request before the last step
         self.time_up = False  # train.max_minutes ran out (agreed by all ranks)
         self.deadline: float | None = None  # time.monotonic() at which max_minutes runs out
+        self.session_start = time.monotonic()  # reset by fit(): the start of max_minutes
+        self.total_steps: int | None = None  # the step budget the schedule decays over
+        self._time_fraction_start = 0.0
         self.last_step_tokens = 0  # real target tokens of the last step, all ranks together
         self.losses: list[float] = []  # per-step training losses of this process, for tests
 
@@ -128,18 +118,23 @@ class Trainer:
         k batches equals one step on their union.
         """
         self.model.train()
-        lr = learning_rate(self.progress.step, self.cfg)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
         # Normalise by the real target tokens of all batches on all ranks together. DDP averages
-        # gradients over ranks, hence the factor world_size. The stop flag rides along, so that
-        # every rank stops after the same step.
+        # gradients over ranks, hence the factor world_size. The stop flag and the share of the
+        # time budget used ride along, so that every rank stops after the same step and uses the
+        # same learning rate.
         local_tokens = sum(b.n_tgt_tokens for b in batches)
         out_of_time = self.deadline is not None and time.monotonic() > self.deadline
-        n_tokens, stops, late = all_reduce_sum(
-            [local_tokens, float(self.stop_requested), float(out_of_time)], self.device
+        n_tokens, stops, late, time_used = all_reduce_sum(
+            [local_tokens, float(self.stop_requested), float(out_of_time), self._time_fraction()],
+            self.device,
         )
         self.stop_agreed, self.time_up = stops > 0, late > 0
+        self.progress.time_fraction = time_used / self.rank.world_size
+        lr = learning_rate(
+            self.progress.step, self.cfg, self.total_steps, self.progress.time_fraction
+        )
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
         self.last_step_tokens = int(n_tokens)
         scale = self.rank.world_size / n_tokens
         total = 0.0
@@ -161,6 +156,15 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         return total, grad_norm
 
+    def _time_fraction(self) -> float:
+        """The share of the time budget used, for the schedule. A resumed session goes on from
+        the share reached before (a finished one starts again) to 1 at its own deadline."""
+        if self.cfg.max_minutes is None:
+            return 0.0
+        elapsed = (time.monotonic() - self.session_start) / (60 * self.cfg.max_minutes)
+        start = self._time_fraction_start
+        return min(1.0, start + (1.0 - start) * elapsed)
+
     # ---- checkpoints
 
     def state_dict(self) -> dict[str, Any]:
@@ -171,10 +175,15 @@ class Trainer:
         """Restore weights, optimizer, progress and RNG; a foreign checkpoint is one clear error."""
         restore_trainer(self, state, where)
 
-    def save(self, path: Path) -> None:
-        """Write a checkpoint (rank 0 only: the weights are the same on every rank)."""
-        if self.rank.is_main:
-            save_checkpoint(self.state_dict(), path)
+    def save(self, path: Path, keep_step: bool = False) -> None:
+        """Write a checkpoint (rank 0 only: the weights are the same on every rank); with
+        `keep_step` and train.average_last, also keep its weights as step_<N>.pt."""
+        if not self.rank.is_main:
+            return
+        state = self.state_dict()
+        save_checkpoint(state, path)
+        if keep_step and self.cfg.average_last:
+            keep_step_checkpoint(state, self.paths.weights_dir, self.cfg.average_last)
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         """This rank's batches (lists of example indices) for `epoch`."""
@@ -189,6 +198,9 @@ class Trainer:
         cfg, p = self.cfg, self.progress
         steps_per_epoch = math.ceil(len(self.epoch_batches(0)) / cfg.accum_steps)
         total = cfg.max_steps or cfg.epochs * steps_per_epoch
+        self.total_steps = total
+        self.session_start = time.monotonic()
+        self._time_fraction_start = p.time_fraction if p.time_fraction < 0.999 else 0.0
         bar = tqdm(
             total=total,
             initial=p.step,
@@ -240,7 +252,7 @@ class Trainer:
             self._stop_interrupted()
 
     def _log_train(self, bar: Any, loss: float, grad_norm: float, tok_s: float) -> None:
-        step, lr = self.progress.step, learning_rate(self.progress.step - 1, self.cfg)
+        step, lr = self.progress.step, self.optimizer.param_groups[0]["lr"]
         self.logger.scalar("train/loss", loss, step)
         self.logger.scalar("train/lr", lr, step)
         self.logger.scalar("train/grad_norm", grad_norm, step)
@@ -256,7 +268,7 @@ class Trainer:
         if self.cfg.eval_every and step % self.cfg.eval_every == 0:
             self._validate_and_sample()
         if step % self.cfg.checkpoint_every == 0:
-            self.save(self.paths.latest)
+            self.save(self.paths.latest, keep_step=True)
 
     def _validate_and_sample(self) -> None:
         """Evaluate and sample (train_eval), then keep the best checkpoint."""
@@ -277,7 +289,10 @@ class Trainer:
     def _end_of_training(self) -> None:
         if self.rank.is_main:
             self._validate_and_sample()
-            self.save(self.paths.latest)
+            self.save(self.paths.latest, keep_step=True)
+            if self.cfg.average_last:
+                averaged = average_run(self.paths.weights_dir, self.cfg.average_last, partial=True)
+                log.info("averaged the last checkpoints into %s", averaged)
         barrier()
         self.logger.close()
         log.info(

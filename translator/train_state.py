@@ -29,6 +29,8 @@ class Progress:
     tokens_seen: int = 0
     """Real target tokens trained on, all ranks together."""
     skipped_steps: int = 0
+    time_fraction: float = 0.0
+    """The share of the train.max_minutes budget used, which linear/cosine schedules follow."""
 
 
 def trainer_state(trainer: Trainer) -> dict[str, Any]:
@@ -52,6 +54,11 @@ def trainer_state(trainer: Trainer) -> dict[str, Any]:
 
 def restore_trainer(trainer: Trainer, state: dict[str, Any], where: Path) -> None:
     """Restore weights, optimizer, progress and RNG; a foreign checkpoint is one clear error."""
+    if state.get("weights_only"):
+        raise CheckpointError(
+            f"{where}: holds weights only (an averaged or step checkpoint), no optimizer state to "
+            "resume from; resume from the run's latest.pt"
+        )
     try:
         _restore(trainer, state, where)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -240,7 +240,8 @@ class Trainer:
             self._stop_interrupted()
 
     def _log_train(self, bar: Any, loss: float, grad_norm: float, tok_s: float) -> None:
-        step, lr = self.progress.step, learning_rate(self.progress.step - 1, self.cfg)
+        step = self.progress.step
+        lr = self.optimizer.param_groups[0]["lr"]  # what the last step used, as the optimizer has it
         self.logger.scalar("train/loss", loss, step)
         self.logger.scalar("train/lr", lr, step)
         self.logger.scalar("train/grad_norm", grad_norm, step)

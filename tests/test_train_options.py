@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,12 @@ from conftest import ROOT
 from test_cli_train import scalars
 
 from translator import device as device_module
-from translator.config import TrainConfig
+from translator import train as train_module
+from translator.config import Config, TrainConfig
 from translator.device import resolve_device
 from translator.errors import ConfigError
+from translator.model import build_model
+from translator.rundir import RunPaths, prepare_data
 from translator.train import Trainer, learning_rate
 from translator.train_run import train_command
 
@@ -52,6 +56,31 @@ def test_best_metric_bleu_keeps_the_checkpoint_of_the_highest_bleu(corpus: Path)
     # schedule constant, warmup 0: the optimizer used lr from the first step on
     lrs = [v for _, v in scalars(Path("runs/bleu"), "train/lr")]
     assert len(lrs) == 24 and lrs == pytest.approx([3e-3] * 24)
+
+
+@pytest.mark.parametrize(("metric", "saved_at"), [("bleu", [1, 4]), ("loss", [1, 2, 3])])
+def test_best_checkpoint_follows_best_metric(
+    tiny_config: Config, monkeypatch: pytest.MonkeyPatch, metric: str, saved_at: list[int]
+) -> None:
+    """Scripted evaluations whose best loss and best BLEU fall on different ones."""
+    config = dataclasses.replace(
+        tiny_config, train=dataclasses.replace(tiny_config.train, best_metric=metric)
+    )
+    paths = RunPaths.create("scripted")
+    paths.make()
+    data = prepare_data(config, paths)
+    model = build_model(config.model, data.src_tokenizer.get_vocab_size(),
+                        data.tgt_tokenizer.get_vocab_size())  # fmt: skip
+    trainer = Trainer(config, model, data, paths, torch.device("cpu"))
+    scripted = iter([(3.0, 10.0), (2.0, 5.0), (1.0, 7.0), (4.0, 12.0)])  # (loss, BLEU)
+    monkeypatch.setattr(train_module, "validate_and_sample", lambda _: next(scripted))
+    saved: list[int] = []
+    monkeypatch.setattr(trainer, "save", lambda path: saved.append(trainer.progress.step))
+    for step in range(1, 5):
+        trainer.progress.step = step
+        trainer._validate_and_sample()
+    assert saved == saved_at
+    assert (trainer.progress.best_valid_loss, trainer.progress.best_bleu) == (1.0, 12.0)
 
 
 def test_best_metric_loss_and_eval_bleu_off(corpus: Path) -> None:

@@ -21,7 +21,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from translator.checkpoint import save_checkpoint
 from translator.config import Config
-from translator.data import Batch, TokenBatchSampler, collate, shard_batches
+from translator.data import Batch, TokenBatchSampler, collate, drop_examples, shard_batches
 from translator.device import autocast_dtype
 from translator.distributed import all_reduce_sum, barrier, current_rank
 from translator.errors import TranslatorError
@@ -177,8 +177,12 @@ class Trainer:
             save_checkpoint(self.state_dict(), path)
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
-        """This rank's batches (lists of example indices) for `epoch`."""
-        return shard_batches(self.sampler.batches(epoch), self.rank.rank, self.rank.world_size)
+        """This rank's batches (lists of example indices) for `epoch`; in the current epoch,
+        without the examples used before a resume with another number of processes."""
+        batches = self.sampler.batches(epoch)
+        if epoch == self.progress.epoch and self.progress.epoch_offset:
+            batches = drop_examples(batches, self.progress.epoch_offset)
+        return shard_batches(batches, self.rank.rank, self.rank.world_size)
 
     # ---- the loop
 
@@ -187,7 +191,8 @@ class Trainer:
         from tqdm import tqdm
 
         cfg, p = self.cfg, self.progress
-        steps_per_epoch = math.ceil(len(self.epoch_batches(0)) / cfg.accum_steps)
+        whole_epoch = shard_batches(self.sampler.batches(0), self.rank.rank, self.rank.world_size)
+        steps_per_epoch = math.ceil(len(whole_epoch) / cfg.accum_steps)
         total = cfg.max_steps or cfg.epochs * steps_per_epoch
         bar = tqdm(
             total=total,
@@ -212,7 +217,7 @@ class Trainer:
                     group = batches[p.batch_in_epoch : p.batch_in_epoch + cfg.accum_steps]
                     self._fit_step(group, total, bar)
                 if p.batch_in_epoch >= len(batches):
-                    p.epoch, p.batch_in_epoch = p.epoch + 1, 0
+                    p.epoch, p.batch_in_epoch, p.epoch_offset = p.epoch + 1, 0, 0
         bar.close()
         self._end_of_training()
         return p
@@ -241,7 +246,9 @@ class Trainer:
 
     def _log_train(self, bar: Any, loss: float, grad_norm: float, tok_s: float) -> None:
         step = self.progress.step
-        lr = self.optimizer.param_groups[0]["lr"]  # what the last step used, as the optimizer has it
+        lr = self.optimizer.param_groups[0][
+            "lr"
+        ]  # what the last step used, as the optimizer has it
         self.logger.scalar("train/loss", loss, step)
         self.logger.scalar("train/lr", lr, step)
         self.logger.scalar("train/grad_norm", grad_norm, step)

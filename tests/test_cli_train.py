@@ -12,8 +12,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+import sacrebleu
 import torch
 from conftest import ROOT
+
+from translator.evaluate import validate_command
+from translator.rundir import RunPaths, prepare_data
 
 TINY = str(ROOT / "configs" / "tiny.yaml")
 
@@ -64,9 +69,20 @@ def test_train_writes_events_checkpoints_and_resumes(corpus: Path) -> None:
         assert (weights / name).is_file(), name
     assert checkpoint_step(weights / "latest.pt") == 12
     losses = scalars(Path("runs/demo"), "train/loss")
-    assert [s for s, _ in losses][-1] == 12 and all(v > 0 for _, v in losses)
-    assert scalars(Path("runs/demo"), "valid/loss")
-    assert 0 <= scalars(Path("runs/demo"), "valid/bleu")[-1][1] <= 100
+    assert [s for s, _ in losses] == [1, 5, 10, 12]  # log_every 5, the first and the last step
+    assert all(0 < v < 20 for _, v in losses) and losses[-1][1] < losses[0][1]
+    assert [s for s, _ in scalars(Path("runs/demo"), "valid/loss")] == [10, 12]
+    # The BLEU logged at the end is validate's greedy BLEU of the final checkpoint, which is
+    # sacreBLEU's own on the written hypotheses.
+    logged = dict(scalars(Path("runs/demo"), "valid/bleu"))[12]
+    result = validate_command("demo", weights / "latest.pt", 1, Path("hyps.txt"), None, [], "cpu")
+    references = [ref for _, ref in prepare_data(result.loaded.config, RunPaths.create("demo"))
+                  .valid_pairs]  # fmt: skip
+    hypotheses = Path("hyps.txt").read_text(encoding="utf-8").splitlines()
+    assert len(hypotheses) == len(references) == 50
+    expected = sacrebleu.corpus_bleu(hypotheses, [references]).score
+    assert logged == pytest.approx(expected, abs=1e-4)
+    assert result.scores.bleu == pytest.approx(expected, abs=1e-9)
     assert images(Path("runs/demo"), "valid/attention_1")  # cross-attention maps of a sample
 
     resumed = translator(*args, "--resume", "--set", "train.max_steps=20")
@@ -171,8 +187,9 @@ def test_tensorboard_serves_the_loss_curve(corpus: Path) -> None:
                 pass
             time.sleep(0.5)
         assert series, "TensorBoard never served the train/loss series"
-        steps = [point[1] for point in series]
-        assert steps[-1] == 10 and all(point[2] > 0 for point in series)
+        logged = scalars(Path("runs/tb"), "train/loss")
+        assert [point[1] for point in series] == [step for step, _ in logged] == [1, 5, 10]
+        assert [point[2] for point in series] == pytest.approx([v for _, v in logged])
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -17,6 +17,7 @@ from conftest import ROOT, make_pairs, write_jsonl
 
 from translator.config import Config
 from translator.data import TokenBatchSampler, collate, shard_batches
+from translator.distributed import Rank
 from translator.model import build_model
 from translator.rundir import RunPaths, prepare_data
 from translator.train import Trainer
@@ -48,6 +49,48 @@ def _make_trainer(config: Config, run_dir: Path) -> Trainer:
     # SGD: Adam turns float noise in zero gradients (key biases) into full-size steps
     trainer.optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
     return trainer
+
+
+def _take(trainer: Trainer, world_size: int, steps: int | None, used: list[int]) -> None:
+    """Each of `world_size` ranks takes its next `steps` batches (None: to the end of the epoch),
+    as the fit loop would; their examples go to `used`."""
+    p = trainer.progress
+    end = None if steps is None else p.batch_in_epoch + steps
+    for rank in range(world_size):
+        trainer.rank = Rank(rank, world_size)
+        for batch in trainer.epoch_batches(p.epoch)[p.batch_in_epoch : end]:
+            used.extend(batch)
+    p.batch_in_epoch = len(trainer.epoch_batches(p.epoch)) if end is None else end
+
+
+def _resume(trainer: Trainer, world_size: int) -> None:
+    """Save a checkpoint and restore it into the same trainer with `world_size` ranks."""
+    state = trainer.state_dict()
+    trainer.rank = Rank(0, world_size)
+    trainer.load_state_dict(state, Path("x.pt"))
+
+
+@pytest.mark.parametrize(("first", "second"), [(3, 2), (1, 1), (4, 3), (0, 2)])
+def test_resume_1_2_1_processes_uses_each_pair_once_per_epoch(
+    tiny_config: Config, tmp_path: Path, first: int, second: int
+) -> None:
+    config = dataclasses.replace(
+        tiny_config, train=dataclasses.replace(tiny_config.train, batch_tokens=96)
+    )
+    trainer = _make_trainer(config, tmp_path)
+    n = len(trainer.data.train)
+    used: list[int] = []
+    _take(trainer, 1, first, used)  # 1 process
+    _resume(trainer, 2)
+    _take(trainer, 2, second, used)  # 2 processes
+    _resume(trainer, 1)
+    _take(trainer, 1, None, used)  # 1 process to the end of the epoch
+    assert trainer.progress.epoch == 0
+    assert sorted(used) == list(range(n)), f"{len(used)} uses of {n} pairs"
+    # the next epoch starts whole again
+    trainer.progress.epoch, trainer.progress.batch_in_epoch = 1, 0
+    trainer.progress.epoch_offset = 0
+    assert sorted(i for b in trainer.epoch_batches(1) for i in b) == list(range(n))
 
 
 def _ddp_worker(rank: int, config: Config, tmp: Path, items_per_rank: int) -> None:
@@ -112,6 +155,7 @@ def test_torchrun_trains_writes_once_and_resumes_in_one_process(tmp_path: Path) 
     again = _run("train", "--name", "ddp", "--resume", "--set", "train.max_steps=9")
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resumed from weights/ddp/latest.pt at step 6" in again.stderr
+    assert "resuming with 1 processes instead of 2: epoch" in again.stderr
     back = _run("train", "--name", "ddp", "--resume", "--set", "train.max_steps=11", torchrun=True)
     assert back.returncode == 0, back.stderr[-3000:]
     assert torch.load("weights/ddp/latest.pt", weights_only=True)["progress"]["step"] == 11

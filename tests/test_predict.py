@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import sacrebleu
 import torch
 from conftest import ROOT, make_pairs, write_jsonl
 from typer.testing import CliRunner
@@ -253,6 +254,12 @@ def test_validate(trained: Trained):
     )
     sources = [src for src, _ in data.valid_pairs]
     assert hypotheses[:-1] == translate_sentences(loaded(trained), sources, beam=1)
+    # The scores are sacreBLEU's on these hypotheses and the validation references.
+    references = [[ref for _, ref in data.valid_pairs]]
+    bleu = sacrebleu.corpus_bleu(hypotheses[:-1], references).score
+    chrf = sacrebleu.corpus_chrf(hypotheses[:-1], references).score
+    assert float(table["BLEU"]) == pytest.approx(bleu, abs=0.005)
+    assert float(table["chrF"]) == pytest.approx(chrf, abs=0.005)
 
     # The figures are in the run's TensorBoard at the checkpoint's step.
     events = EventAccumulator(str(trained.runs / "tiny"))
@@ -270,6 +277,7 @@ def test_validate_with_beam(trained: Trained, capsys: pytest.CaptureFixture[str]
     )
     assert "beam 3, length penalty alpha 0.2" in capsys.readouterr().out
     assert result.beam == 3 and result.loaded.config.decode.alpha == 0.2
+    assert len(result.samples) == 3  # the loop below checks something
     for src, _, hyp in result.samples:
         assert hyp == translate_sentences(result.loaded, [src], beam=3)[0]
     events = list((trained.runs / "tiny").glob("events.out.tfevents.*"))

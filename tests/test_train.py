@@ -127,6 +127,22 @@ def test_nonfinite_loss_stops_with_step_or_is_skipped(corpus: Path) -> None:
     )
 
 
+def test_nonfinite_step_leaves_weights_and_optimizer_untouched(tiny_config: Config) -> None:
+    trainer = make_trainer(tiny_config)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    batch = collate([trainer.data.train[i] for i in range(8)])
+    finite_loss = trainer.batch_loss
+    trainer.batch_loss = lambda *a, **k: finite_loss(*a, **k) * math.nan  # type: ignore[method-assign]
+    loss, _ = trainer.train_step([batch])
+    assert math.isnan(loss)
+    for name, p in trainer.model.named_parameters():
+        assert torch.equal(p, before[name]) and p.grad is None, name
+    assert not trainer.optimizer.state  # Adam's moments were not touched either
+    trainer.batch_loss = finite_loss  # type: ignore[method-assign]
+    trainer.train_step([batch])  # a finite step does move the weights
+    assert any(not torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
+
+
 def test_max_minutes_ends_training_normally(corpus: Path) -> None:
     trainer = run(corpus, "timed", "train.max_steps=100000", "train.max_minutes=0.0005")
     assert 1 <= trainer.progress.step < 100  # stopped by the clock, not by max_steps

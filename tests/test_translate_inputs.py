@@ -112,7 +112,9 @@ def random_lines(n: int, seed: int) -> list[str]:
     return ["".join(char() for _ in range(rng.randrange(40))) for _ in range(n)]
 
 
-def test_stdin_gives_one_line_per_line_whatever_it_holds(run_dir: Path) -> None:
+def test_stdin_gives_one_line_per_line_whatever_it_holds(
+    run_dir: Path, loaded: LoadedModel
+) -> None:
     """The weird lines, 300 random ones, CRLF endings, invalid UTF-8, no final newline."""
     weird = list(WEIRD_LINES.values())
     lines = weird + random_lines(300, seed=7)
@@ -131,16 +133,18 @@ def test_stdin_gives_one_line_per_line_whatever_it_holds(run_dir: Path) -> None:
     out = output_lines(done.stdout)
     assert len(out) == len(expected)
     assert all(o == "" for o, line in zip(out, expected, strict=True) if not line.strip())
+    # Line k of the output is the translation of line k of the input: nothing shifted.
+    assert out == translate_sentences(loaded, expected)
     names = list(WEIRD_LINES)
     n = names.index("10,000 words") + 1
     assert f"line {n} has 10000 words".encode() in done.stderr  # the cut is said, not silent
 
 
-def test_weird_arguments_give_one_line_each(run_dir: Path) -> None:
+def test_weird_arguments_give_one_line_each(run_dir: Path, loaded: LoadedModel) -> None:
     args = [line for line in WEIRD_LINES.values() if "\x00" not in line]  # argv has no NUL
     done = translate_cli(run_dir, "--", *args)
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode()
-    assert len(output_lines(done.stdout)) == len(args)
+    assert output_lines(done.stdout) == translate_sentences(loaded, args)
 
 
 # --------------------------------------------------------------------------- in-process, hypothesis
@@ -154,14 +158,17 @@ def test_translate_any_unicode_one_output_per_input(
     out = translate_sentences(short_outputs, lines)
     assert len(out) == len(lines)
     for line, translation in zip(lines, out, strict=True):
-        assert isinstance(translation, str) and "\n" not in translation
+        assert "\n" not in translation
         if not line.strip():
             assert translation == ""
+        # batching changes nothing: each line alone translates the same
+        assert translate_sentences(short_outputs, [line]) == [translation]
 
 
 def test_translate_lone_surrogates(loaded: LoadedModel) -> None:
     """Python decodes non-UTF-8 bytes in argv to lone surrogates: 'caff\\xe8' -> 'caff\\udce8'."""
-    assert len(translate_sentences(loaded, ["caff\udce8 one", "two"])) == 2
+    out = translate_sentences(loaded, ["caff\udce8 one", "two"])
+    assert out == translate_sentences(loaded, ["caff\ufffd one", "two"])  # U+FFFD in its place
 
 
 # --------------------------------------------------------------------------- the tokenizer

@@ -365,10 +365,16 @@ class TokenBatchSampler:
 
 def shard_batches(batches: list[list[int]], rank: int, world_size: int) -> list[list[int]]:
     """This rank's share of an epoch's batches: every rank gets the same number, every example
-    lands on exactly one rank. Batches are split in two (largest first) until they divide evenly.
+    lands on exactly one rank. Rank r takes batches r, r + W, r + 2W, ... of `split_evenly`."""
+    return split_evenly(batches, world_size)[rank::world_size]
+
+
+def split_evenly(batches: list[list[int]], world_size: int) -> list[list[int]]:
+    """Batches split in two (largest first) until they divide evenly among `world_size` ranks.
+
+    Splitting keeps the order of the examples: the batches, laid end to end, hold the same
+    sequence for every world size.
     """
-    if world_size == 1:
-        return batches
     batches = list(batches)
     while len(batches) % world_size:
         largest = max(range(len(batches)), key=lambda j: len(batches[j]))
@@ -377,4 +383,23 @@ def shard_batches(batches: list[list[int]], rank: int, world_size: int) -> list[
         big = batches.pop(largest)
         half = len(big) // 2
         batches[largest:largest] = [big[:half], big[half:]]
-    return batches[rank::world_size]
+    return batches
+
+
+def drop_examples(batches: list[list[int]], n: int) -> list[list[int]]:
+    """The batches without the first `n` examples of their sequence (a batch may be cut)."""
+    out, seen = [], 0
+    for batch in batches:
+        if seen + len(batch) > n:
+            out.append(batch[max(0, n - seen) :])
+        seen += len(batch)
+    return out
+
+
+def examples_consumed(
+    batches: list[list[int]], offset: int, batch_in_epoch: int, world_size: int
+) -> int:
+    """Examples of an epoch used once every one of `world_size` ranks took `batch_in_epoch` of
+    its batches, the epoch's first `offset` examples having been used before."""
+    remaining = split_evenly(drop_examples(batches, offset), world_size)
+    return offset + sum(len(b) for b in remaining[: batch_in_epoch * world_size])

@@ -19,3 +19,9 @@ class DataError(TranslatorError):
 
 class CheckpointError(TranslatorError):
     """A checkpoint that is missing, corrupt, or does not fit the run."""
+
+
+class RunInUseError(TranslatorError):
+    """Another process is training the same run."""
+
+    exit_code = 2

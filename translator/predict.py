@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from translator.model import Transformer, build_model
 from translator.tokenizer import EOS_ID, PAD_ID, SOS_ID, decode_ids, fingerprint, load_tokenizer
 
 log = logging.getLogger("translator")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # --------------------------------------------------------------------------- loading a run
@@ -195,7 +197,7 @@ def encode_sources(
     Words the tokenizer does not know become [UNK].
     """
     # Undecodable bytes in command-line arguments arrive as lone surrogates; make them U+FFFD.
-    sentences = [s.encode("utf-8", "replace").decode("utf-8") for s in sentences]
+    sentences = [_SURROGATE.sub("\ufffd", s) for s in sentences]
     encoded = []
     for n, enc in enumerate(tokenizer.encode_batch(sentences)):
         ids = enc.ids

@@ -22,7 +22,7 @@ from torch.nn.parallel import DistributedDataParallel
 from translator.average import average_run, keep_step_checkpoint
 from translator.checkpoint import save_checkpoint
 from translator.config import Config
-from translator.data import Batch, TokenBatchSampler, collate, shard_batches
+from translator.data import Batch, TokenBatchSampler, collate, drop_examples, shard_batches
 from translator.device import autocast_dtype
 from translator.distributed import all_reduce_sum, barrier, current_rank
 from translator.errors import TranslatorError
@@ -186,8 +186,12 @@ class Trainer:
             keep_step_checkpoint(state, self.paths.weights_dir, self.cfg.average_last)
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
-        """This rank's batches (lists of example indices) for `epoch`."""
-        return shard_batches(self.sampler.batches(epoch), self.rank.rank, self.rank.world_size)
+        """This rank's batches (lists of example indices) for `epoch`; in the current epoch,
+        without the examples used before a resume with another number of processes."""
+        batches = self.sampler.batches(epoch)
+        if epoch == self.progress.epoch and self.progress.epoch_offset:
+            batches = drop_examples(batches, self.progress.epoch_offset)
+        return shard_batches(batches, self.rank.rank, self.rank.world_size)
 
     # ---- the loop
 
@@ -196,7 +200,8 @@ class Trainer:
         from tqdm import tqdm
 
         cfg, p = self.cfg, self.progress
-        steps_per_epoch = math.ceil(len(self.epoch_batches(0)) / cfg.accum_steps)
+        whole_epoch = shard_batches(self.sampler.batches(0), self.rank.rank, self.rank.world_size)
+        steps_per_epoch = math.ceil(len(whole_epoch) / cfg.accum_steps)
         total = cfg.max_steps or cfg.epochs * steps_per_epoch
         self.total_steps = total
         self.session_start = time.monotonic()
@@ -224,7 +229,7 @@ class Trainer:
                     group = batches[p.batch_in_epoch : p.batch_in_epoch + cfg.accum_steps]
                     self._fit_step(group, total, bar)
                 if p.batch_in_epoch >= len(batches):
-                    p.epoch, p.batch_in_epoch = p.epoch + 1, 0
+                    p.epoch, p.batch_in_epoch, p.epoch_offset = p.epoch + 1, 0, 0
         bar.close()
         self._end_of_training()
         return p

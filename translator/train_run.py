@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from translator.checkpoint import load_checkpoint
-from translator.config import load_config, save_config
+from translator.config import Config, load_config, save_config
 from translator.device import autocast_dtype, resolve_device
 from translator.distributed import (
     barrier,
@@ -23,6 +23,7 @@ from translator.errors import CheckpointError, ConfigError
 from translator.metrics import NullLogger, TensorBoardLogger
 from translator.model import build_model, count_parameters
 from translator.rundir import RunPaths, prepare_data
+from translator.runlock import run_lock
 from translator.train import Trainer
 
 log = logging.getLogger("translator")
@@ -65,6 +66,21 @@ def _train(
         raise ConfigError("train: give --config PATH (and/or --run NAME to resume a run)")
     paths = RunPaths.create(run or Path(config_path).stem, runs_root, weights_root)
     resume_path = _resume_path(resume, paths)
+    # On resume the run's own resolved config is the base; --set may still change it (max_steps).
+    base = paths.config if resume_path is not None and paths.config.is_file() else config_path
+    config = load_config(base, overrides)  # a rejected config creates nothing
+    if not rank.is_main:  # rank 0 holds the run's lock for the whole job
+        return _train_run(config, paths, resume_path, device_name)
+    paths.make()
+    with run_lock(paths.weights_dir, paths.name):
+        return _train_run(config, paths, resume_path, device_name)
+
+
+def _train_run(
+    config: Config, paths: RunPaths, resume_path: Path | None, device_name: str | None
+) -> Trainer:
+    """Prepare data, model and Trainer, then train; rank 0 holds the run's lock meanwhile."""
+    rank = current_rank()
     if resume_path is None and paths.latest.is_file():
         raise ConfigError(
             f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it with "
@@ -72,9 +88,6 @@ def _train(
         )
     if resume_path is None and rank.is_main:
         paths.discard_prepared()  # a fresh start: nothing of an earlier, failed attempt is reused
-    # On resume the run's own resolved config is the base; --set may still change it (max_steps).
-    base = paths.config if resume_path is not None and paths.config.is_file() else config_path
-    config = load_config(base, overrides)
     device = resolve_device(device_name)
     if rank.distributed and device.type == "cuda":
         device = torch.device("cuda", rank.local_rank)
@@ -82,7 +95,6 @@ def _train(
 
     start = time.perf_counter()
     if rank.is_main:  # tokenizers, split and encoded data are made once, then read by the others
-        paths.make()
         data = prepare_data(config, paths)
         save_config(config, paths.config)
     barrier()

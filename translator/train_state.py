@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,11 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from translator.data import drop_examples, examples_consumed, split_evenly
 from translator.errors import CheckpointError
 from translator.tokenizer import fingerprint
 
 if TYPE_CHECKING:
     from translator.train import Trainer
+
+log = logging.getLogger("translator")
 
 
 @dataclass
@@ -31,6 +35,9 @@ class Progress:
     skipped_steps: int = 0
     time_fraction: float = 0.0
     """The share of the train.max_minutes budget used, which linear/cosine schedules follow."""
+    epoch_offset: int = 0
+    """Examples of this epoch used before a resume with another number of processes; the
+    epoch's remaining batches are made from the examples after them."""
 
 
 def trainer_state(trainer: Trainer) -> dict[str, Any]:
@@ -84,11 +91,7 @@ def _restore(trainer: Trainer, state: dict[str, Any], where: Path) -> None:
     progress = dict(state["progress"])
     saved_world = progress.pop("world_size", 1)
     if saved_world != trainer.rank.world_size:
-        # Positions count this rank's share of an epoch's batches; carry the same number of
-        # batches consumed over to the new number of ranks.
-        progress["batch_in_epoch"] = (
-            progress["batch_in_epoch"] * saved_world // (trainer.rank.world_size)
-        )
+        _carry_position_over(trainer, progress, saved_world)
     trainer.progress = Progress(**progress)
     torch.set_rng_state(state["rng"]["torch"])
     if state["rng"]["cuda"] and torch.cuda.is_available():
@@ -97,3 +100,33 @@ def _restore(trainer: Trainer, state: dict[str, Any], where: Path) -> None:
         torch.manual_seed(
             trainer.cfg.seed * 7919 + trainer.rank.rank * 104729 + trainer.progress.step
         )
+
+
+def _carry_position_over(trainer: Trainer, progress: dict[str, Any], saved_world: int) -> None:
+    """Continue the epoch with the very examples that `saved_world` processes had not used yet.
+
+    The ranks of a run take its batches in turn, so the examples used so far are a prefix of the
+    epoch's sequence of examples, the same for every number of processes.
+    """
+    epoch, world = progress["epoch"], trainer.rank.world_size
+    batches = trainer.sampler.batches(epoch)
+    used = examples_consumed(
+        batches, progress.get("epoch_offset", 0), progress["batch_in_epoch"], saved_world
+    )
+    try:
+        split_evenly(drop_examples(batches, used), world)
+    except ValueError:  # fewer examples left than processes
+        left = sum(len(b) for b in batches) - used
+        log.warning(
+            "resuming with %d processes instead of %d: the last %d examples of epoch %d are too "
+            "few to share out and are skipped",
+            world, saved_world, left, epoch + 1,
+        )  # fmt: skip
+        progress.update(epoch=epoch + 1, batch_in_epoch=0, epoch_offset=0)
+        return
+    progress.update(batch_in_epoch=0, epoch_offset=used)
+    log.info(
+        "resuming with %d processes instead of %d: epoch %d continues after the %d examples "
+        "already used, each of the others once",
+        world, saved_world, epoch + 1, used,
+    )  # fmt: skip

@@ -1,0 +1,50 @@
+"""One training process per run: an OS lock (flock) on weights/NAME/train.lock.
+
+The kernel drops the lock when its process ends, however it ends, so a killed run never leaves a
+lock behind that blocks the next one; the pid written into the file only names the holder.
+`translate` and `validate` do not take the lock: they may read a run while it trains.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from translator.errors import RunInUseError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; runs are not locked there
+    fcntl = None  # type: ignore[assignment]
+
+LOCK = "train.lock"
+
+
+@contextmanager
+def run_lock(weights_dir: Path, name: str) -> Iterator[None]:
+    """Hold the run's training lock for the duration; a run in use is a RunInUseError."""
+    if fcntl is None:
+        yield
+        return
+    path = weights_dir / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            who = f"process {holder}" if holder.isdigit() else "another process"
+            raise RunInUseError(
+                f"run {name!r} is in use: {who} is training it (lock {path}); wait for it to "
+                "end or stop it, or train another run with --run NEW_NAME"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # releases the lock

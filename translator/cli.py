@@ -83,6 +83,12 @@ CheckpointOpt = Annotated[
     Path | None,
     typer.Option("--checkpoint", help="Checkpoint file (default: the run's best.pt, else latest)."),
 ]
+ModelDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--model", help="A directory from `translator export`: decode with CTranslate2, no torch."
+    ),
+]
 BeamOpt = Annotated[
     int | None,
     typer.Option("--beam", help="Beam size; 1 = greedy (default: the run's decode.beam)."),
@@ -148,10 +154,16 @@ def translate(
     ] = False,
     device: DeviceOpt = None,
     weights_dir: WeightsDirOpt = Path("weights"),
+    model: ModelDirOpt = None,
 ) -> None:
     """Translate English to Italian: the arguments, or stdin line by line, to stdout."""
 
     def go() -> None:
+        if model is not None:
+            from translator.ct2 import translate_model_command
+
+            _only_model(run=run, checkpoint=checkpoint, attention=attention, device=device)
+            return translate_model_command(text or [], model, beam, set_ or [])
         from translator.predict import translate_command
 
         translate_command(
@@ -168,6 +180,36 @@ def translate(
         )
 
     _run(go)
+
+
+@app.command()
+def export(
+    output: Annotated[Path, typer.Option("--output", help="The model directory to create.")],
+    run: ModelRunOpt = None,
+    checkpoint: CheckpointOpt = None,
+    quantization: Annotated[
+        str,
+        typer.Option("--quantization", help="Weights as float32, int8, int8_float32 or bfloat16."),
+    ] = "int8",
+    weights_dir: WeightsDirOpt = Path("weights"),
+) -> None:
+    """Export a checkpoint to a CTranslate2 model directory (pip install -e ".[fast]")."""
+
+    def go() -> None:
+        from translator.export import export_command
+
+        export_command(run, checkpoint, output, quantization, weights_dir)
+
+    _run(go)
+
+
+def _only_model(**given: Any) -> None:
+    """`--model DIR` carries its own weights and tokenizers: refuse options that pick others."""
+    from translator.errors import ConfigError
+
+    for name, value in given.items():
+        if value is not None:
+            raise ConfigError(f"--model and --{name} exclude each other; give one of them")
 
 
 def _run(fn: Callable[[], Any]) -> None:

@@ -39,6 +39,8 @@ def train_tiny(root: Path, steps: int = 150, *overrides: str) -> Path:
 def export(root: Path, quantization: str, name: str | None = None) -> Path:
     """`translator export --run tiny` into `root/NAME`."""
     out = root / (name or f"ct2-{quantization}")
-    done = cli(root, "export", "--run", "tiny", "--output", str(out), "--quantization", quantization)
+    done = cli(
+        root, "export", "--run", "tiny", "--output", str(out), "--quantization", quantization
+    )
     assert done.returncode == 0, done.stderr
     return out

@@ -203,6 +203,31 @@ def export(
     _run(go)
 
 
+@app.command()
+def serve(
+    run: ModelRunOpt = None,
+    checkpoint: CheckpointOpt = None,
+    model: ModelDirOpt = None,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind; 0.0.0.0 opens it to other machines.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override decode.* or serve.*: section.key=value."),
+    ] = None,
+    weights_dir: WeightsDirOpt = Path("weights"),
+) -> None:
+    """Serve a JSON API and a web page for a run (PyTorch) or an exported --model (CTranslate2)."""
+
+    def go() -> None:
+        from translator.serve import serve_command
+
+        serve_command(run, checkpoint, model, host, port, set_ or [], weights_dir)
+
+    _run(go)
+
+
 def _only_model(**given: Any) -> None:
     """`--model DIR` carries its own weights and tokenizers: refuse options that pick others."""
     from translator.errors import ConfigError

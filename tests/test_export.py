@@ -182,3 +182,20 @@ def test_exported_config_keeps_the_run_decoding_settings(trained: Path) -> None:
     assert isinstance(exported.config, Config)
     assert exported.config.decode == run_config.decode
     assert exported.quantization == "int8" and exported.run == "tiny"
+
+
+def test_validate_model_scores_like_validate_run(trained: Path) -> None:
+    by_run = cli(trained, "validate", "--run", "tiny", "--beam", "1")
+    by_model = cli(trained, "validate", "--model", "ct2-float32", "--beam", "1")
+    assert by_run.returncode == 0 and by_model.returncode == 0, by_model.stderr
+
+    def figures(stdout: str) -> dict[str, str]:
+        rows = [line.split(None, 1) for line in stdout.splitlines() if line.strip()]
+        return {r[0]: r[1] for r in rows if r[0] in ("sentences", "loss", "BLEU", "chrF")}
+
+    got, expected = figures(by_model.stdout), figures(by_run.stdout)
+    assert got.keys() == {"sentences", "loss", "BLEU", "chrF"}
+    assert got["sentences"] == expected["sentences"]
+    assert abs(float(got["loss"].split()[0]) - float(expected["loss"].split()[0])) < 1e-3
+    assert abs(float(got["BLEU"]) - float(expected["BLEU"])) <= 0.2
+    assert not any(p.name.startswith("encoded") for p in (trained / "ct2-float32").iterdir())

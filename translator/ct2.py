@@ -166,7 +166,9 @@ def translate_model_command(
 ) -> None:
     """`translator translate --model DIR`: like `translate --run`, decoded by CTranslate2."""
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    model = load_exported(model_dir)
+    # A few sentences as arguments: one thread starts and finishes first (0.07 s against 0.18 s
+    # for the first "Hello" with two threads while the other core was busy).
+    model = load_exported(model_dir, threads=1 if 0 < len(texts) <= 16 else None)
     model.config = override_decode(model.config, overrides, "translate")
     beam = model.config.decode.beam if beam is None else beam
     if beam < 1:

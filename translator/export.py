@@ -169,6 +169,9 @@ def export_model(loaded: LoadedModel, output: Path, quantization: str = "int8") 
         spec.save(str(tmp))
         save_tokenizer(loaded.src_tokenizer, tmp / "tokenizer_src.json")
         save_tokenizer(loaded.tgt_tokenizer, tmp / "tokenizer_tgt.json")
+        split = loaded.checkpoint.parent / "split.json"  # for `validate --model DIR`
+        if split.is_file():
+            shutil.copy(split, tmp / "split.json")
         meta = {
             "format": 1,
             "run": loaded.checkpoint.parent.name,

@@ -214,12 +214,26 @@ class DecodeConfig:
 
 
 @dataclass(frozen=True)
+class ServeConfig:
+    max_texts: int = 64
+    """Most sentences one `translator serve` request may carry; more get a 413 JSON error."""
+    max_chars: int = 1000
+    """Longest sentence, in characters, `translator serve` takes; longer gets a 413 JSON error."""
+    max_beam: int = 8
+    """Largest beam a request may ask for."""
+
+    def validate(self) -> None:
+        _positive(self, "serve", "max_texts", "max_chars", "max_beam")
+
+
+@dataclass(frozen=True)
 class Config:
     data: DataConfig = field(default_factory=DataConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (YAML- and checkpoint-safe)."""
@@ -342,6 +356,7 @@ _SECTIONS: dict[str, type] = {
     "model": ModelConfig,
     "train": TrainConfig,
     "decode": DecodeConfig,
+    "serve": ServeConfig,
 }
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -26,10 +25,10 @@ from translator.decode import translate_ids
 from translator.device import resolve_device
 from translator.errors import CheckpointError, ConfigError
 from translator.model import Transformer, build_model
-from translator.tokenizer import EOS_ID, PAD_ID, SOS_ID, decode_ids, fingerprint, load_tokenizer
+from translator.sources import encode_sources  # noqa: F401  (torch-free; re-exported here)
+from translator.tokenizer import PAD_ID, decode_ids, fingerprint, load_tokenizer
 
 log = logging.getLogger("translator")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # --------------------------------------------------------------------------- loading a run
@@ -187,32 +186,6 @@ def override_config(
 
 
 # --------------------------------------------------------------------------- translating
-
-
-def encode_sources(
-    tokenizer: Tokenizer, sentences: list[str], max_tokens: int, first_line: int = 1
-) -> list[list[int]]:
-    """Encoder inputs [SOS] words [EOS]; a sentence over `max_tokens` words is cut, with a warning.
-
-    Words the tokenizer does not know become [UNK].
-    """
-    # Undecodable bytes in command-line arguments arrive as lone surrogates; make them U+FFFD.
-    sentences = [_SURROGATE.sub("\ufffd", s) for s in sentences]
-    encoded = []
-    for n, enc in enumerate(tokenizer.encode_batch(sentences)):
-        ids = enc.ids
-        if len(ids) > max_tokens:
-            log.warning(
-                "warning: line %d has %d words, more than the model's maximum of %d; "
-                "only its first %d are translated",
-                first_line + n,
-                len(ids),
-                max_tokens,
-                max_tokens,
-            )
-            ids = ids[:max_tokens]
-        encoded.append([SOS_ID, *ids, EOS_ID])
-    return encoded
 
 
 def decode_in_batches(

@@ -1,0 +1,124 @@
+"""Load on `translator serve`, on loopback only: throughput, latency, and right answers.
+
+    python scripts/bench_serve.py --model exports/cpu-int8 [--requests 2000 --threads 8]
+    python scripts/bench_serve.py --run cpu            # the PyTorch engine
+
+Starts the server on a free 127.0.0.1 port, sends `--requests` POST /translate requests of 1 to
+8 sentences from `--threads` threads, and checks that every reply is the one its own batch gets
+when sent alone (so no reply went to the wrong request). Prints throughput and p50/p95/p99
+latency, then one JSON line with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from bench_common import DEFAULT_DATA, print_figures
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(url: str, texts: list[str], beam: int) -> tuple[list[str], float]:
+    """The translations of one request, and its latency in seconds."""
+    body = json.dumps({"text": texts, "beam": beam}).encode()
+    request = urllib.request.Request(
+        url, data=body, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    start = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        translations = json.loads(reply.read())["translations"]
+    return translations, time.perf_counter() - start
+
+
+def start_server(engine_args: list[str], port: int) -> subprocess.Popen:
+    """`translator serve` on 127.0.0.1:PORT, once it answers /health."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "translator", "serve", *engine_args, "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the server stopped: {proc.communicate()[1]}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).read()
+            return proc
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise SystemExit("the server did not answer /health within 120 s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    engine = parser.add_mutually_exclusive_group(required=True)
+    engine.add_argument("--model", type=Path, help="an exported model directory (CTranslate2)")
+    engine.add_argument("--run", help="a run name (PyTorch)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--distinct", type=int, default=200, help="distinct request batches")
+    parser.add_argument("--beam", type=int, default=1)
+    args = parser.parse_args()
+
+    rng = random.Random(0)
+    lines = args.data.read_text(encoding="utf-8").splitlines()[-2000:]
+    sentences = [json.loads(line)["translation"]["en"] for line in lines]
+    batches = [rng.sample(sentences, rng.randint(1, 8)) for _ in range(args.distinct)]
+    plan = [rng.randrange(args.distinct) for _ in range(args.requests)]
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/translate"
+    proc = start_server(["--model", str(args.model)] if args.model else ["--run", args.run], port)
+    try:
+        expected = [post(url, batch, args.beam)[0] for batch in batches]  # each alone, in turn
+        start = time.perf_counter()
+        with ThreadPoolExecutor(args.threads) as pool:
+            replies = list(pool.map(lambda i: post(url, batches[i], args.beam), plan))
+        seconds = time.perf_counter() - start
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+    wrong = sum(got != expected[i] for i, (got, _) in zip(plan, replies, strict=True))
+    latencies = sorted(latency for _, latency in replies)
+    cuts = statistics.quantiles(latencies, n=100)
+    n_sentences = sum(len(batches[i]) for i in plan)
+    print_figures(
+        {
+            "engine": "ctranslate2" if args.model else "pytorch",
+            "model": str(args.model or args.run),
+            "beam": args.beam,
+            "requests": args.requests,
+            "threads": args.threads,
+            "sentences": n_sentences,
+            "seconds": seconds,
+            "requests_per_s": args.requests / seconds,
+            "sentences_per_s": n_sentences / seconds,
+            "latency_p50_ms": 1000 * cuts[49],
+            "latency_p95_ms": 1000 * cuts[94],
+            "latency_p99_ms": 1000 * cuts[98],
+            "wrong_answers": wrong,
+        }
+    )
+    if wrong:
+        raise SystemExit(f"{wrong} requests got an answer that was not theirs")
+
+
+if __name__ == "__main__":
+    main()

@@ -194,9 +194,9 @@ class FilterStats:
 
     def summary(self) -> str:
         return (
-            f"{self.read:,} pairs read ({self.normalized:,} changed by normalisation); "
-            f"dropped {self.empty:,} with an empty side, "
-            f"{self.duplicate:,} duplicates, {self.too_long:,} too long"
+            f"{self.read:,} pairs read; dropped {self.empty:,} with an empty side, "
+            f"{self.duplicate:,} duplicates, {self.too_long:,} too long; "
+            f"{self.normalized:,} changed by normalisation"
         )
 
 

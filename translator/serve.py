@@ -78,8 +78,13 @@ def torch_engine(
     """The PyTorch engine for a run's checkpoint; it also draws attention maps."""
     import torch
 
-    from translator.attention import save_attention
-    from translator.predict import find_checkpoint, load_model, override_config, translate_sentences
+    from translator.predict import (
+        find_checkpoint,
+        load_model,
+        override_config,
+        save_attention,
+        translate_sentences,
+    )
 
     ckpt, run_dir = find_checkpoint(run, checkpoint, weights_root)
     loaded = load_model(ckpt, run_dir, torch.device("cpu"))

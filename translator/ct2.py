@@ -18,8 +18,8 @@ from tokenizers import Tokenizer
 
 from translator.config import Config, apply_override, config_from_dict
 from translator.errors import CheckpointError, ConfigError, TranslatorError
-from translator.sources import encode_sources
-from translator.tokenizer import decode_ids, load_tokenizer
+from translator.sources import translate_texts
+from translator.tokenizer import load_tokenizer
 
 log = logging.getLogger("translator")
 
@@ -153,15 +153,14 @@ def translate_exported(
     model: ExportedModel, sentences: list[str], beam: int | None = None, first_line: int = 1
 ) -> list[str]:
     """Translations in input order; an empty or blank sentence gives an empty string."""
-    translations = [""] * len(sentences)
-    todo = [i for i, s in enumerate(sentences) if s.strip()]
-    if not todo:
-        return translations
-    encoded = encode_sources(model.src_tokenizer, sentences, model.max_source_tokens, first_line)
-    outputs = decode_exported(model, [encoded[i] for i in todo], beam)
-    for i, out in zip(todo, outputs, strict=True):
-        translations[i] = decode_ids(model.tgt_tokenizer, out)
-    return translations
+    return translate_texts(
+        sentences,
+        model.src_tokenizer,
+        model.tgt_tokenizer,
+        model.max_source_tokens,
+        lambda sources: decode_exported(model, sources, beam),
+        first_line,
+    )
 
 
 def override_decode(config: Config, overrides: list[str], command: str) -> Config:

@@ -25,8 +25,8 @@ from translator.decode import translate_ids
 from translator.device import resolve_device
 from translator.errors import CheckpointError, ConfigError
 from translator.model import Transformer, build_model
-from translator.sources import encode_sources  # noqa: F401  (torch-free; re-exported here)
-from translator.tokenizer import PAD_ID, decode_ids, fingerprint, load_tokenizer
+from translator.sources import encode_sources, translate_texts  # noqa: F401  (encode_sources: re-exported)
+from translator.tokenizer import PAD_ID, fingerprint, load_tokenizer
 
 log = logging.getLogger("translator")
 
@@ -225,16 +225,16 @@ def translate_sentences(
     loaded: LoadedModel, sentences: list[str], beam: int | None = None, first_line: int = 1
 ) -> list[str]:
     """Translations in input order; an empty or blank sentence gives an empty string."""
-    translations = [""] * len(sentences)
-    todo = [i for i, s in enumerate(sentences) if s.strip()]
-    if not todo:
-        return translations
-    encoded = encode_sources(loaded.src_tokenizer, sentences, loaded.max_source_tokens, first_line)
-    sources = [encoded[i] for i in todo]
-    outputs = decode_in_batches(loaded.model, sources, loaded.config.decode, loaded.device, beam)
-    for i, out in zip(todo, outputs, strict=True):
-        translations[i] = decode_ids(loaded.tgt_tokenizer, out)
-    return translations
+    return translate_texts(
+        sentences,
+        loaded.src_tokenizer,
+        loaded.tgt_tokenizer,
+        loaded.max_source_tokens,
+        lambda sources: decode_in_batches(
+            loaded.model, sources, loaded.config.decode, loaded.device, beam
+        ),
+        first_line,
+    )
 
 
 def read_chunks(stream: TextIO, size: int) -> Iterator[list[str]]:

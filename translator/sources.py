@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 
 from tokenizers import Tokenizer
 
-from translator.tokenizer import EOS_ID, SOS_ID
+from translator.tokenizer import EOS_ID, SOS_ID, decode_ids
 
 log = logging.getLogger("translator")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -37,3 +38,24 @@ def encode_sources(
             ids = ids[:max_tokens]
         encoded.append([SOS_ID, *ids, EOS_ID])
     return encoded
+
+
+def translate_texts(
+    sentences: list[str],
+    src_tokenizer: Tokenizer,
+    tgt_tokenizer: Tokenizer,
+    max_tokens: int,
+    decode: Callable[[list[list[int]]], list[list[int]]],
+    first_line: int = 1,
+) -> list[str]:
+    """Text in, text out around an engine's `decode` (encoder inputs -> output ids), in input
+    order; an empty or blank sentence gives an empty string without reaching the engine."""
+    translations = [""] * len(sentences)
+    todo = [i for i, s in enumerate(sentences) if s.strip()]
+    if not todo:
+        return translations
+    encoded = encode_sources(src_tokenizer, sentences, max_tokens, first_line)
+    outputs = decode([encoded[i] for i in todo])
+    for i, out in zip(todo, outputs, strict=True):
+        translations[i] = decode_ids(tgt_tokenizer, out)
+    return translations

@@ -42,11 +42,18 @@ class DataConfig:
     (`l'`, `dell'`, `un'`, `po'`, `de'`) stay. See translator/normalize.py for the rules."""
     max_len: int = 128
     """Longest sentence kept, in tokens per side (specials excluded); longer pairs are dropped."""
+    swap_names: int = 0
+    """Name swapping (translator/augment.py): for each training pair that copies a name from
+    source to target, add this many copies with the name replaced on both sides by another name
+    from the corpus, so the model learns to copy names it rarely sees. 0 turns it off. Only the
+    training split is augmented; the tokenizers are trained before."""
     cache_dir: str | None = None
     """Where the `datasets` library caches downloads; default ~/.cache/translator/datasets."""
 
     def validate(self) -> None:
         _positive(self, "data", "valid_size", "max_len")
+        if self.swap_names < 0:
+            raise ConfigError(f"data.swap_names must be 0 or more, got {self.swap_names}")
         if self.lang_src == self.lang_tgt:
             raise ConfigError("data.lang_src and data.lang_tgt are both " + repr(self.lang_src))
 

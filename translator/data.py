@@ -191,12 +191,14 @@ class FilterStats:
     empty: int = 0
     duplicate: int = 0
     too_long: int = 0
+    name_swapped: int = 0
 
     def summary(self) -> str:
+        swapped = f"; {self.name_swapped:,} name-swapped pairs added" if self.name_swapped else ""
         return (
             f"{self.read:,} pairs read; dropped {self.empty:,} with an empty side, "
             f"{self.duplicate:,} duplicates, {self.too_long:,} too long; "
-            f"{self.normalized:,} changed by normalisation"
+            f"{self.normalized:,} changed by normalisation{swapped}"
         )
 
 

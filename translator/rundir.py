@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
+from translator.augment import swap_names
 from translator.checkpoint import BEST, LATEST
 from translator.config import Config, TokenizerConfig
 from translator.data import (
@@ -127,7 +128,9 @@ def prepare_data(config: Config, paths: RunPaths) -> PreparedData:
         save_tokenizer(src_tok, paths.tokenizer("src"))
         save_tokenizer(tgt_tok, paths.tokenizer("tgt"))
 
-    train_ds, _ = encode_pairs(train_pairs, src_tok, tgt_tok, config.data.max_len, stats)
+    swapped = swap_names(train_pairs, config.data.swap_names, config.train.seed)
+    stats.name_swapped = len(swapped)
+    train_ds, _ = encode_pairs(train_pairs + swapped, src_tok, tgt_tok, config.data.max_len, stats)
     valid_ds, kept = encode_pairs(valid_pairs, src_tok, tgt_tok, config.data.max_len, stats)
     if len(train_ds) == 0:
         raise DataError(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-Pair = tuple[str, str]
+from translator.data import Pair
 
 _WORD = re.compile(r"[^\W\d_]+")
 _NAME = re.compile(r"[^\W\d_][^\W\d_]+")

@@ -64,11 +64,19 @@ def _prepare(name: str, source: Path, *overrides: str) -> PreparedData:
 
 def test_only_the_training_split_is_augmented(tmp_path: Path) -> None:
     people = [(f"I met {n} today .", f"Ho incontrato {n} oggi .") for n in ("Tom", "Ann", "Bob")]
-    source = write_jsonl(tmp_path / "names.jsonl", make_pairs(400) + people * 20)
+    # Too long for tiny.yaml's max_len: dropped, and counted once however many copies it gets.
+    long = [
+        (f"I met {n} " + "again and " * k + ".", f"Ho visto {n} " + "ancora e " * k + ".")
+        for n in ("Tom", "Ann", "Bob")
+        for k in (20, 30)
+    ]
+    source = write_jsonl(tmp_path / "names.jsonl", make_pairs(400) + people * 20 + long)
     plain = _prepare("plain", source)
     swapped = _prepare("swapped", source, "data.swap_names=2")
     assert swapped.valid.tgt_ids == plain.valid.tgt_ids
     assert swapped.valid_pairs == plain.valid_pairs
     assert swapped.stats.name_swapped > 0
     assert len(swapped.train) == len(plain.train) + swapped.stats.name_swapped
+    assert plain.stats.too_long > 0
+    assert swapped.stats.too_long == plain.stats.too_long
     assert "name-swapped pairs added" in swapped.stats.summary()

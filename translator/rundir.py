@@ -129,8 +129,12 @@ def prepare_data(config: Config, paths: RunPaths) -> PreparedData:
         save_tokenizer(tgt_tok, paths.tokenizer("tgt"))
 
     swapped = swap_names(train_pairs, config.data.swap_names, config.train.seed)
-    stats.name_swapped = len(swapped)
-    train_ds, _ = encode_pairs(train_pairs + swapped, src_tok, tgt_tok, config.data.max_len, stats)
+    train_ds, kept_train = encode_pairs(
+        train_pairs + swapped, src_tok, tgt_tok, config.data.max_len, stats
+    )
+    # Swapped pairs are extras: one dropped as too long is no line of the user's data lost.
+    stats.name_swapped = sum(i >= len(train_pairs) for i in kept_train)
+    stats.too_long -= len(swapped) - stats.name_swapped
     valid_ds, kept = encode_pairs(valid_pairs, src_tok, tgt_tok, config.data.max_len, stats)
     if len(train_ds) == 0:
         raise DataError(

@@ -196,6 +196,19 @@ def test_known_text_round_trips_through_every_kind(kind: str, text: str) -> None
     assert decode_ids(tok, [SOS_ID, *ids, EOS_ID]) == text
 
 
+# Not unigram: its vocabulary holds the special tokens as pieces, which its segmentation prefers.
+@pytest.mark.parametrize("kind", ["word", "bpe"])
+def test_text_spelling_a_special_token_is_read_as_text(kind: str, tmp_path: Path) -> None:
+    trained = train_tokenizer(SENTENCES * 3, min_freq=1, max_vocab=400, kind=kind)
+    save_tokenizer(trained, tmp_path / "tok.json")
+    for tok in (trained, load_tokenizer(tmp_path / "tok.json")):
+        ids = tok.encode(f"il gatto {SOS} {EOS} {PAD} {UNK}").ids
+        assert not set(ids) & {PAD_ID, SOS_ID, EOS_ID}
+        if kind != "word":  # the word kind has no pieces to spell "[SOS]" with: [UNK]s
+            assert UNK_ID not in ids
+            assert decode_ids(tok, ids) == f"il gatto {SOS} {EOS} {PAD} {UNK}"
+
+
 @pytest.mark.parametrize("kind", ["bpe", "unigram"])
 def test_subwords_never_give_unk_even_for_unseen_characters(kind: str) -> None:
     tok = train_tokenizer(SENTENCES * 5, min_freq=1, max_vocab=400, kind=kind)

@@ -100,6 +100,7 @@ def train_tokenizer(
     if kind == "unigram":
         tokenizer = _with_byte_fallback(tokenizer)
     check_special_ids(tokenizer)
+    tokenizer.encode_special_tokens = True
     return tokenizer
 
 
@@ -147,9 +148,16 @@ def save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
 
 
 def load_tokenizer(path: Path) -> Tokenizer:
-    """Load a tokenizer saved by `save_tokenizer`."""
+    """Load a tokenizer saved by `save_tokenizer`.
+
+    Text that spells a special token ("[SOS]") is read as text, not as the token itself: the
+    setting is not saved in the file, so it is made here and in `train_tokenizer`. (Not for the
+    unigram kind: its own vocabulary holds the special tokens as pieces, and its segmentation
+    prefers one known piece to five unknown characters.)
+    """
     tokenizer = Tokenizer.from_file(str(path))
     check_special_ids(tokenizer, str(path))
+    tokenizer.encode_special_tokens = True
     return tokenizer
 
 

@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -24,6 +25,7 @@ from bench_common import DEFAULT_DATA
 
 from translator.decode import greedy_decode
 from translator.predict import decode_in_batches, encode_sources, find_checkpoint, load_model
+from translator.tokenizer import decode_ids
 
 
 def read_sources(path: Path, n: int, lang: str) -> list[str]:
@@ -80,6 +82,7 @@ def main() -> None:
             for s in sources[: args.baseline_n]
         ]
 
+    detokenize = partial(decode_ids, loaded.tgt_tokenizer)  # decode.mbr compares texts
     decode_in_batches(model, sources[:64], cfg, loaded.device, 1)  # warm-up
     results = {}
     for name, fn, n in (
@@ -90,7 +93,9 @@ def main() -> None:
         ),
         (
             f"beam{args.beam}_batched_cached",
-            lambda: decode_in_batches(model, sources, cfg, loaded.device, args.beam),
+            lambda: decode_in_batches(
+                model, sources, cfg, loaded.device, args.beam, detokenize=detokenize
+            ),
             len(sources),
         ),
         (

@@ -47,7 +47,8 @@ def score(loaded: LoadedModel, pairs: list[tuple[str, str]], name: str) -> dict[
         if label == "config":
             shown = hyps
             figures[f"{name}_decoding"] = (
-                f"beam {decode.beam}, alpha {decode.alpha}, ban_unk {decode.ban_unk}"
+                f"beam {decode.beam}, alpha {decode.alpha}, ban_unk {decode.ban_unk}, "
+                f"mbr {decode.mbr}"
             )
             figures["bleu_signature"] = scores.bleu_signature
             figures["chrf_signature"] = scores.chrf_signature

@@ -184,6 +184,18 @@ def test_exported_config_keeps_the_run_decoding_settings(trained: Path) -> None:
     assert exported.quantization == "int8" and exported.run == "tiny"
 
 
+def test_mbr_chooses_alike_with_both_engines(trained: Path) -> None:
+    loaded = load_model(trained / "weights/tiny/best.pt", trained / "weights/tiny", CPU)
+    exported = load_exported(trained / "ct2-float32", 1)
+    for model in (loaded, exported):
+        model.config = dataclasses.replace(
+            model.config, decode=dataclasses.replace(model.config.decode, mbr=True)
+        )
+    by_torch = translate_sentences(loaded, SOURCES, beam=4)
+    by_ct2 = translate_exported(exported, SOURCES, beam=4)
+    assert agreement(by_ct2, by_torch) >= 0.9
+
+
 def test_validate_model_scores_like_validate_run(trained: Path) -> None:
     by_run = cli(trained, "validate", "--run", "tiny", "--beam", "1")
     by_model = cli(trained, "validate", "--model", "ct2-float32", "--beam", "1")

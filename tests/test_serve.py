@@ -182,6 +182,16 @@ def test_page_and_loopback_default(root: Path, ct2_server: Server) -> None:
     assert f"http://127.0.0.1:{server.port}/ (loopback only" in stderr
 
 
+def test_a_default_beam_above_the_request_limit_is_refused_at_start(root: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "translator", "serve", "--model", "ct2-int8",
+         "--set", "decode.beam=12", "--set", "serve.max_beam=8"],
+        cwd=root, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "serve.max_beam=12" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
 def test_missing_fastapi_names_the_pip_command(root: Path) -> None:
     code = (
         "import sys; sys.modules['fastapi'] = None; sys.argv = ['translator', *sys.argv[1:]]; "

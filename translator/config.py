@@ -214,6 +214,10 @@ class DecodeConfig:
     ban_unk: bool = False
     """Never output [UNK]: take the best known word instead (fairseq's --unkpen taken to the limit).
     Off by default, so that a user sees where the vocabulary ran out."""
+    mbr: bool = False
+    """Minimum Bayes risk: of the `beam` best hypotheses, output the one with the highest total
+    chrF against the others (the consensus) instead of the most probable one. Slower (the text
+    of every hypothesis is compared with every other); no effect when beam is 1."""
 
     def validate(self) -> None:
         _positive(self, "decode", "beam", "max_len_a", "batch_size")
@@ -226,7 +230,7 @@ class ServeConfig:
     """Most sentences one `translator serve` request may carry; more get a 413 JSON error."""
     max_chars: int = 1000
     """Longest sentence, in characters, `translator serve` takes; longer gets a 413 JSON error."""
-    max_beam: int = 8
+    max_beam: int = 16
     """Largest beam a request may ask for."""
 
     def validate(self) -> None:

@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ from tokenizers import Tokenizer
 
 from translator.config import Config, apply_override, config_from_dict
 from translator.errors import CheckpointError, ConfigError, TranslatorError
+from translator.mbr import mbr_choice
 from translator.sources import translate_texts
-from translator.tokenizer import load_tokenizer
+from translator.tokenizer import decode_ids, load_tokenizer
 
 log = logging.getLogger("translator")
 
@@ -122,6 +124,7 @@ def decode_exported(
     """
     dec = model.config.decode
     beam = dec.beam if beam is None else beam
+    detokenize = partial(decode_ids, model.tgt_tokenizer)  # decode.mbr compares texts
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)
     size = min(dec.batch_size, CT2_BATCH)
     queued = []
@@ -137,6 +140,7 @@ def decode_exported(
             max_input_length=0,
             min_decoding_length=0,  # CTranslate2 defaults to 1; ours may end at once
             disable_unk=dec.ban_unk,
+            num_hypotheses=beam if dec.mbr else 1,
         )
         queued.append((rows, limits, results))
     outputs: list[list[int]] = [[] for _ in sources]
@@ -144,8 +148,11 @@ def decode_exported(
     for rows, limits, results in queued:
         for i, limit, result in zip(rows, limits, results, strict=True):
             # One budget per batch in CTranslate2: cut each to its own (greedy: exactly the same).
-            tokens = result.result().hypotheses[0][:limit]
-            outputs[i] = [model.tgt_ids.get(t, unk) for t in tokens]
+            hypotheses = [
+                [model.tgt_ids.get(t, unk) for t in tokens[:limit]]
+                for tokens in result.result().hypotheses
+            ]
+            outputs[i] = mbr_choice(hypotheses, detokenize) if dec.mbr else hypotheses[0]
     return outputs
 
 

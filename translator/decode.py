@@ -4,11 +4,13 @@ validate and translate)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from translator.config import DecodeConfig
+from translator.mbr import mbr_choice
 from translator.model import Transformer, reorder_cache
 from translator.tokenizer import EOS_ID, PAD_ID, SOS_ID, UNK_ID
 
@@ -78,15 +80,30 @@ def greedy_decode(
 
 
 def translate_ids(
-    model: Transformer, src: torch.Tensor, cfg: DecodeConfig, beam: int | None = None
+    model: Transformer,
+    src: torch.Tensor,
+    cfg: DecodeConfig,
+    beam: int | None = None,
+    detokenize: Callable[[list[int]], str] | None = None,
 ) -> list[list[int]]:
-    """Outputs for a (B, S) batch: greedy when the beam (`beam`, else `cfg.beam`) is 1."""
+    """Outputs for a (B, S) batch: greedy when the beam (`beam`, else `cfg.beam`) is 1.
+
+    With `cfg.mbr`, of each sentence's `beam` best hypotheses the one with the highest total
+    chrF against the others (`translator.mbr`); `detokenize` gives their text.
+    """
     beam = cfg.beam if beam is None else beam
     if beam == 1:
         return greedy_decode(model, src, cfg.max_len_a, cfg.max_len_b, ban_unk=cfg.ban_unk)
-    return beam_search(
+    if not cfg.mbr:
+        return beam_search(
+            model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b, ban_unk=cfg.ban_unk
+        )
+    if detokenize is None:
+        raise ValueError("decode.mbr compares texts: translate_ids needs `detokenize`")
+    nbest = beam_search_nbest(
         model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b, ban_unk=cfg.ban_unk
     )
+    return [mbr_choice([h.tokens for h in hyps[:beam]], detokenize) for hyps in nbest]
 
 
 # --------------------------------------------------------------------------- beam search

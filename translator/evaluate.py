@@ -6,6 +6,7 @@ import logging
 import math
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -67,8 +68,9 @@ def evaluate_translations(
     from translator.metrics import corpus_scores
 
     sources = [data.valid[i]["encoder_input"] for i in range(len(data.valid))]
-    outputs = decode_in_batches(model, sources, decode_cfg, device, beam, progress)
-    hypotheses = [decode_ids(data.tgt_tokenizer, out) for out in outputs]
+    detokenize = partial(decode_ids, data.tgt_tokenizer)
+    outputs = decode_in_batches(model, sources, decode_cfg, device, beam, progress, detokenize)
+    hypotheses = [detokenize(out) for out in outputs]
     if not hypotheses:
         return [], Scores(math.nan, math.nan, "", "")
     return hypotheses, corpus_scores(hypotheses, [ref for _, ref in data.valid_pairs])

@@ -9,8 +9,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TextIO
 
@@ -26,7 +27,7 @@ from translator.device import resolve_device
 from translator.errors import CheckpointError, ConfigError
 from translator.model import Transformer, build_model
 from translator.sources import encode_sources, translate_texts  # noqa: F401  (encode_sources: re-exported)
-from translator.tokenizer import PAD_ID, fingerprint, load_tokenizer
+from translator.tokenizer import PAD_ID, decode_ids, fingerprint, load_tokenizer
 
 log = logging.getLogger("translator")
 
@@ -195,8 +196,12 @@ def decode_in_batches(
     device: torch.device,
     beam: int | None = None,
     progress: bool = False,
+    detokenize: Callable[[list[int]], str] | None = None,
 ) -> list[list[int]]:
-    """Output ids for each encoder input, in input order; batches hold sentences of like length."""
+    """Output ids for each encoder input, in input order; batches hold sentences of like length.
+
+    `detokenize` (ids to text) is needed by `decode.mbr`, which compares the hypotheses' texts.
+    """
     from tqdm import tqdm
 
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)
@@ -215,7 +220,8 @@ def decode_in_batches(
             src = torch.nn.utils.rnn.pad_sequence(
                 [torch.tensor(sources[i]) for i in rows], batch_first=True, padding_value=PAD_ID
             ).to(device)  # (B, S)
-            for i, out in zip(rows, translate_ids(model, src, cfg, beam), strict=True):
+            outs = translate_ids(model, src, cfg, beam, detokenize)
+            for i, out in zip(rows, outs, strict=True):
                 outputs[i] = out
             bar.update(len(rows))
     return outputs
@@ -231,7 +237,12 @@ def translate_sentences(
         loaded.tgt_tokenizer,
         loaded.max_source_tokens,
         lambda sources: decode_in_batches(
-            loaded.model, sources, loaded.config.decode, loaded.device, beam
+            loaded.model,
+            sources,
+            loaded.config.decode,
+            loaded.device,
+            beam,
+            detokenize=partial(decode_ids, loaded.tgt_tokenizer),
         ),
         first_line,
     )
@@ -300,7 +311,8 @@ def save_attention(
     cfg = loaded.config.decode
     src_ids = encode_sources(loaded.src_tokenizer, [sentence], loaded.max_source_tokens)[0]
     src = torch.tensor([src_ids], device=loaded.device)  # (1, S)
-    output = translate_ids(loaded.model, src, cfg, beam)[0]
+    detokenize = partial(decode_ids, loaded.tgt_tokenizer)
+    output = translate_ids(loaded.model, src, cfg, beam, detokenize)[0]
     fig = translation_figure(
         loaded.model,
         src_ids,

@@ -152,8 +152,14 @@ def build_app(engine: Engine) -> Any:
     from fastapi.concurrency import run_in_threadpool
     from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-    app = FastAPI(title="translator", docs_url=None, redoc_url=None, openapi_url=None)
     limits, default_beam = engine.config.serve, engine.config.decode.beam
+    if default_beam > limits.max_beam:
+        raise ConfigError(
+            f"decode.beam {default_beam} is above serve.max_beam {limits.max_beam}: requests "
+            f"without a beam would be refused; --set serve.max_beam={default_beam} "
+            "(or a smaller decode.beam)"
+        )
+    app = FastAPI(title="translator", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.exception_handler(RequestError)
     async def _bad_request(request: Request, exc: RequestError) -> JSONResponse:

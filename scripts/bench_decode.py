@@ -23,9 +23,10 @@ from pathlib import Path
 import torch
 from bench_common import DEFAULT_DATA
 
-from translator.decode import greedy_decode
-from translator.predict import decode_in_batches, encode_sources, find_checkpoint, load_model
-from translator.tokenizer import decode_ids
+from translator.data.tokenizer import decode_ids
+from translator.inference.decode import greedy_decode
+from translator.inference.predict import decode_in_batches, encode_sources, load_model
+from translator.run.paths import find_checkpoint
 
 
 def read_sources(path: Path, n: int, lang: str) -> list[str]:
@@ -159,7 +160,7 @@ def bench_ctranslate2(
     model_dir: Path, sources: list[list[int]], beam: int, batch_size: int
 ) -> dict[str, dict[str, float]]:
     """CTranslate2 greedy and beam over the same encoder inputs, on torch's thread count."""
-    from translator.ct2 import decode_exported, load_exported
+    from translator.export.engine import decode_exported, load_exported
 
     model = load_exported(model_dir, threads=torch.get_num_threads())
     model.config = dataclasses.replace(

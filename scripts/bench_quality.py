@@ -23,11 +23,12 @@ from pathlib import Path
 import torch
 from bench_common import DEFAULT_DATA, print_figures
 
-from translator.data import read_local_pairs
+from translator.data.read import read_local_pairs
+from translator.inference.predict import LoadedModel, load_model, translate_sentences
 from translator.metrics import corpus_scores
-from translator.predict import LoadedModel, find_checkpoint, load_model, translate_sentences
-from translator.tokenizer import UNK
-from translator.train_run import train_command
+from translator.run.paths import find_checkpoint
+from translator.specials import UNK
+from translator.training.train import train_command
 
 
 def score(loaded: LoadedModel, pairs: list[tuple[str, str]], name: str) -> dict[str, object]:

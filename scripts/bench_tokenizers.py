@@ -18,14 +18,8 @@ from pathlib import Path
 from bench_common import DEFAULT_DATA, print_figures
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-from translator.tokenizer import (
-    SPECIAL_TOKENS,
-    UNK_ID,
-    decode_ids,
-    detokenize,
-    normalize_text,
-    train_tokenizer,
-)
+from translator.data.tokenizer import decode_ids, detokenize, normalize_text, train_tokenizer
+from translator.specials import SPECIAL_TOKENS, UNK_ID
 
 DEFAULT_DEV = DEFAULT_DATA.with_name("tatoeba-dev.jsonl")
 

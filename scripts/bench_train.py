@@ -25,11 +25,12 @@ import torch
 from bench_common import DEFAULT_DATA, print_figures
 
 from translator.config import ModelConfig, load_config
-from translator.data import Batch, collate
+from translator.data.batching import Batch, collate
+from translator.data.prepare import prepare_data
 from translator.device import autocast_dtype, resolve_device
-from translator.model import build_model, count_parameters
-from translator.rundir import RunPaths, prepare_data
-from translator.train import Trainer
+from translator.model.transformer import build_model, count_parameters
+from translator.run.paths import RunPaths
+from translator.training.trainer import Trainer
 
 
 def step_flops(cfg: ModelConfig, batch: Batch, vocab: int) -> float:

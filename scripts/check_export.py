@@ -17,9 +17,10 @@ from pathlib import Path
 import torch
 from bench_common import print_figures
 
-from translator.ct2 import load_exported, translate_exported
+from translator.export.engine import load_exported, translate_exported
+from translator.inference.predict import load_model, translate_sentences
 from translator.metrics import corpus_scores
-from translator.predict import find_checkpoint, load_model, translate_sentences
+from translator.run.paths import find_checkpoint
 
 
 def main() -> None:

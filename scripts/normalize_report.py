@@ -14,8 +14,8 @@ from pathlib import Path
 
 from bench_common import DEFAULT_DATA
 
-from translator.data import read_local_pairs
-from translator.normalize import accent_lexicon, nfc, restore_accents
+from translator.data.normalize import accent_lexicon, nfc, restore_accents
+from translator.data.read import read_local_pairs
 
 
 def main() -> None:

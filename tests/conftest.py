@@ -2,58 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import random
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import ROOT, make_pairs, write_jsonl
 
 from translator.config import Config, load_config
-
-ROOT = Path(__file__).resolve().parents[1]
-
-# A toy "English -> Italian" language: number words, a few nouns and a determiner.
-EN_IT = {
-    "one": "uno",
-    "two": "due",
-    "three": "tre",
-    "four": "quattro",
-    "five": "cinque",
-    "six": "sei",
-    "seven": "sette",
-    "eight": "otto",
-    "nine": "nove",
-    "ten": "dieci",
-    "cat": "gatto",
-    "dog": "cane",
-    "house": "casa",
-    "red": "rosso",
-    "big": "grande",
-    "the": "il",
-    "and": "e",
-    "is": "è",
-}
-
-
-def make_pairs(n: int, seed: int = 0, max_words: int = 8) -> list[tuple[str, str]]:
-    """`n` word-for-word translation pairs of the toy language."""
-    rng = random.Random(seed)
-    words = list(EN_IT)
-    pairs = []
-    for _ in range(n):
-        en = [rng.choice(words) for _ in range(rng.randint(1, max_words))]
-        pairs.append((" ".join(en) + " .", " ".join(EN_IT[w] for w in en) + " ."))
-    return pairs
-
-
-def write_jsonl(path: Path, pairs: list[tuple[str, str]]) -> Path:
-    """Write pairs in the opus_books schema."""
-    with path.open("w", encoding="utf-8") as f:
-        for i, (en, it) in enumerate(pairs):
-            f.write(json.dumps({"id": str(i), "translation": {"en": en, "it": it}}) + "\n")
-    return path
 
 
 @pytest.fixture

@@ -68,7 +68,7 @@ def train(
     """Train a model; TensorBoard events go to runs/NAME, checkpoints to weights/NAME."""
 
     def go() -> None:
-        from translator.train_run import train_command
+        from translator.training.train import train_command
 
         train_command(config, set_ or [], run, resume, device, runs_dir, weights_dir)
 
@@ -120,11 +120,11 @@ def validate(
 
     def go() -> None:
         if model is not None:
-            from translator.validate_model import validate_model_command
+            from translator.export.validate import validate_model_command
 
             _only_model(run=run, checkpoint=checkpoint, device=device)
             return validate_model_command(model, beam, output, config, set_ or [])
-        from translator.evaluate import validate_command
+        from translator.inference.evaluate import validate_command
 
         validate_command(
             run, checkpoint, beam, output, config, set_ or [], device, runs_dir, weights_dir
@@ -166,11 +166,11 @@ def translate(
 
     def go() -> None:
         if model is not None:
-            from translator.ct2 import translate_model_command
+            from translator.export.engine import translate_model_command
 
             _only_model(run=run, checkpoint=checkpoint, attention=attention, device=device)
             return translate_model_command(text or [], model, beam, set_ or [])
-        from translator.predict import translate_command
+        from translator.inference.predict import translate_command
 
         translate_command(
             text or [],
@@ -202,7 +202,7 @@ def average(
     """Average the weights of a run's last K checkpoints (kept by train.average_last)."""
 
     def go() -> None:
-        from translator.average import average_command
+        from translator.run.average import average_command
 
         average_command(run, last, output, weights_dir)
 
@@ -223,7 +223,7 @@ def export(
     """Export a checkpoint to a CTranslate2 model directory (pip install -e ".[fast]")."""
 
     def go() -> None:
-        from translator.export import export_command
+        from translator.export.convert import export_command
 
         export_command(run, checkpoint, output, quantization, weights_dir)
 
@@ -248,7 +248,7 @@ def serve(
     """Serve a JSON API and a web page for a run (PyTorch) or an exported --model (CTranslate2)."""
 
     def go() -> None:
-        from translator.serve import serve_command
+        from translator.serve.app import serve_command
 
         serve_command(run, checkpoint, model, host, port, set_ or [], weights_dir)
 
@@ -323,7 +323,7 @@ def _translate_model_fast(args: list[str]) -> bool:
         return False
 
     def go() -> None:
-        from translator.ct2 import translate_model_command
+        from translator.export.engine import translate_model_command
 
         translate_model_command(parsed.text, parsed.model, parsed.beam, parsed.set_)
 

@@ -1,0 +1,151 @@
+"""Prepared data (data/prepare.py): the recorded split, reused tokenizers, and the encoded-data
+cache in the run directory."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import make_pairs, write_jsonl
+
+from translator.config import Config
+from translator.data.prepare import _cache_key, load_encoded, prepare_data
+from translator.errors import DataError
+from translator.model.transformer import build_model
+from translator.run.paths import RunPaths
+from translator.specials import UNK_ID
+
+
+def test_cache_reproduces_the_prepared_data(tiny_config: Config) -> None:
+    paths = RunPaths.create("r")
+    paths.make()
+    fresh = prepare_data(tiny_config, paths)
+    assert paths.encoded.is_file()
+    cached = load_encoded(paths, _cache_key(tiny_config))
+    assert cached is not None
+    assert cached.train.src_ids == fresh.train.src_ids
+    assert cached.train.tgt_ids == fresh.train.tgt_ids
+    assert cached.valid.tgt_ids == fresh.valid.tgt_ids
+    assert cached.valid_pairs == fresh.valid_pairs
+    assert cached.stats == fresh.stats
+
+
+def test_changed_corpus_invalidates_cache_and_is_reported(tiny_config: Config) -> None:
+    paths = RunPaths.create("r")
+    paths.make()
+    prepare_data(tiny_config, paths)
+    split = json.loads(paths.split.read_text())
+    corpus = Path(tiny_config.data.source)
+    with corpus.open("a") as f:
+        f.write(json.dumps({"id": "x", "translation": {"en": "new one", "it": "nuovo uno"}}) + "\n")
+    assert load_encoded(paths, _cache_key(tiny_config)) is None
+    with pytest.raises(DataError, match="the data changed"):
+        prepare_data(tiny_config, paths)
+    assert json.loads(paths.split.read_text()) == split  # the recorded split is kept
+
+
+def test_split_is_recorded_and_disjoint(tiny_config: Config) -> None:
+    paths = RunPaths.create("r")
+    paths.make()
+    data = prepare_data(tiny_config, paths)
+    record = json.loads(paths.split.read_text())
+    assert len(record["valid"]) == tiny_config.data.valid_size
+    train_text = {
+        (" ".join(map(str, s)), " ".join(map(str, t)))
+        for s, t in zip(data.train.src_ids, data.train.tgt_ids, strict=True)
+    }
+    valid_text = {
+        (" ".join(map(str, s)), " ".join(map(str, t)))
+        for s, t in zip(data.valid.src_ids, data.valid.tgt_ids, strict=True)
+    }
+    assert not train_text & valid_text  # deduplicated before the split: no leakage
+
+
+# --------------------------------------------------------------------------- no leakage
+
+
+def _corpus_with_unique_words(path: Path, n: int = 300) -> list[str]:
+    """Toy pairs, each with its own invented word on both sides (repeated, so that a subword
+    vocabulary trained with it would make it one piece)."""
+    pairs, words = [], []
+    rng = random.Random(5)
+    for en, it in make_pairs(n, seed=3):
+        word = "zq" + "".join(rng.choice("bcdfghjklmnprstvw") for _ in range(6))
+        words.append(word)
+        pairs.append((f"{en} {word} {word} {word}", f"{it} {word} {word} {word}"))
+    write_jsonl(path, pairs)
+    return words
+
+
+@pytest.mark.parametrize(("kind", "shared"), [("word", False), ("bpe", True), ("unigram", False)])
+def test_tokenizers_learn_nothing_from_the_validation_split(
+    tiny_config: Config, tmp_path: Path, kind: str, shared: bool
+) -> None:
+    """A word that occurs only in validation pairs is [UNK] (word) or several pieces
+    (subwords); the same kind of word in training pairs is one token: the check can fail."""
+    _corpus_with_unique_words(tmp_path / "leak.jsonl")
+    config = dataclasses.replace(
+        tiny_config,
+        data=dataclasses.replace(
+            tiny_config.data, source=str(tmp_path / "leak.jsonl"), valid_size=60, max_len=62
+        ),
+        tokenizer=dataclasses.replace(
+            tiny_config.tokenizer,
+            kind=kind,
+            shared=shared,
+            vocab_size=None if kind == "word" else 3000,
+        ),
+    )
+    paths = RunPaths.create(f"leak_{kind}")
+    paths.make()
+    data = prepare_data(config, paths)
+    valid_words = {w for _, it in data.valid_pairs for w in it.split() if w.startswith("zq")}
+    train_words = {
+        w
+        for s in data.train.tgt_ids
+        for w in data.tgt_tokenizer.decode(s).split()
+        if w.startswith("zq")
+    }
+    assert len(valid_words) >= 30 and len(train_words) >= 150 and not valid_words & train_words
+    for tok in (data.src_tokenizer, data.tgt_tokenizer):
+        pieces = {w: tok.encode(w).ids for w in valid_words | train_words}
+        if kind == "word":
+            assert all(pieces[w] == [UNK_ID] for w in valid_words)
+            assert all(UNK_ID not in pieces[w] for w in train_words)
+        else:
+            assert all(len(pieces[w]) > 1 and UNK_ID not in pieces[w] for w in valid_words)
+            # words seen in training are cut into fewer pieces: the check can tell
+            mean = {
+                k: sum(len(pieces[w]) for w in ws) / len(ws)
+                for k, ws in (("valid", valid_words), ("train", train_words))
+            }
+            assert mean["train"] < mean["valid"] - 0.5, mean
+
+
+def test_a_shared_vocabulary_is_one_tokenizer_and_one_embedding_matrix(
+    tiny_config: Config,
+) -> None:
+    config = dataclasses.replace(
+        tiny_config,
+        tokenizer=dataclasses.replace(
+            tiny_config.tokenizer, kind="bpe", shared=True, vocab_size=400
+        ),
+    )
+    paths = RunPaths.create("shared")
+    paths.make()
+    data = prepare_data(config, paths)
+    assert paths.tokenizer("src").read_text() == paths.tokenizer("tgt").read_text()
+    assert "gatto" in data.src_tokenizer.decode(data.src_tokenizer.encode("gatto").ids)
+    vocab = data.src_tokenizer.get_vocab_size()
+    model = build_model(config.model, vocab, vocab, shared_vocab=True)
+    weight = model.src_embed.tokens.weight
+    assert model.tgt_embed.tokens.weight is weight and model.output.weight is weight
+    # A checkpoint round trip keeps the three tied.
+    again = build_model(config.model, vocab, vocab, shared_vocab=True)
+    again.load_state_dict(model.state_dict())
+    assert again.output.weight is again.src_embed.tokens.weight
+    torch.testing.assert_close(again.output.weight, weight)

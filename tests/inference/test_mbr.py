@@ -1,0 +1,92 @@
+"""MBR selection: the chrF utility is sacreBLEU's, the choice is the consensus, and decoding with
+`decode.mbr` outputs one of the beam's hypotheses."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sacrebleu.metrics import CHRF
+from test_decode import LENGTHS, MAX_LEN_A, MAX_LEN_B, make_model, make_src
+
+from translator.config import DecodeConfig
+from translator.inference.decode import beam_search, beam_search_nbest, translate_ids
+from translator.inference.mbr import char_ngrams, chrf, consensus, mbr_choice
+
+SACREBLEU_CHRF = CHRF()
+
+# Short texts over a few letters, with spaces: many shared n-grams, empty and one-letter cases.
+texts = st.text(alphabet="abcè '.", max_size=24)
+
+
+@settings(max_examples=300, deadline=None)
+@given(hyp=texts, ref=texts)
+def test_chrf_is_sacrebleus_sentence_chrf(hyp: str, ref: str) -> None:
+    expected = SACREBLEU_CHRF.sentence_score(hyp, [ref]).score
+    assert chrf(char_ngrams(hyp), char_ngrams(ref)) == pytest.approx(expected, abs=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(candidates=st.lists(texts, min_size=1, max_size=6))
+def test_consensus_maximises_the_total_chrf_against_the_others(candidates: list[str]) -> None:
+    def total(i: int) -> float:
+        return sum(
+            SACREBLEU_CHRF.sentence_score(candidates[i], [other]).score
+            for j, other in enumerate(candidates)
+            if j != i
+        )
+
+    chosen = consensus(candidates)
+    best = max(total(i) for i in range(len(candidates)))
+    assert total(chosen) == pytest.approx(best, abs=1e-6)
+    # A tie goes to the earliest candidate (the beam's preferred one).
+    assert all(total(i) < best - 1e-6 for i in range(chosen))
+
+
+def test_the_odd_one_out_is_never_chosen() -> None:
+    candidates = ["Il gatto dorme.", "Tom è qui.", "Il gatto dorme!", "Il gatto dorme sempre."]
+    assert consensus(candidates) != 1
+    assert consensus(["solo"]) == 0 and consensus([]) == 0
+
+
+def test_mbr_choice_returns_ids_and_handles_one_or_no_candidate() -> None:
+    words = {1: "il", 2: "gatto", 3: "cane", 4: "dorme"}
+
+    def text(ids: list[int]) -> str:
+        return " ".join(words[i] for i in ids)
+
+    # Two hypotheses read the same: together they outvote the others.
+    assert mbr_choice([[3, 4], [1, 2, 4], [2, 4, 1], [1, 2, 4]], text) == [1, 2, 4]
+    assert mbr_choice([[3]], text) == [3]
+    assert mbr_choice([], text) == []
+
+
+def _cfg(beam: int) -> DecodeConfig:
+    return DecodeConfig(beam=beam, alpha=0.6, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B, mbr=True)
+
+
+@pytest.mark.parametrize("beam", [2, 5])
+def test_decoding_with_mbr_outputs_one_of_the_beams_hypotheses(beam: int) -> None:
+    model, src = make_model(), make_src(LENGTHS)
+    nbest = beam_search_nbest(model, src, beam, 0.6, MAX_LEN_A, MAX_LEN_B)
+    out = translate_ids(model, src, _cfg(beam), detokenize=lambda ids: " ".join(map(str, ids)))
+    assert len(out) == len(LENGTHS)
+    for chosen, hyps in zip(out, nbest, strict=True):
+        assert chosen in [h.tokens for h in hyps[:beam]]
+    # On this random model MBR does choose differently from the beam somewhere.
+    assert out != beam_search(model, src, beam, 0.6, MAX_LEN_A, MAX_LEN_B)
+
+
+def test_mbr_with_indistinguishable_texts_is_beam_search() -> None:
+    model, src = make_model(), make_src(LENGTHS)
+    out = translate_ids(model, src, _cfg(4), detokenize=lambda ids: "same text")
+    assert out == beam_search(model, src, 4, 0.6, MAX_LEN_A, MAX_LEN_B)
+
+
+def test_mbr_is_off_for_greedy_and_needs_the_texts() -> None:
+    model, src = make_model(), make_src(LENGTHS)
+    greedy = translate_ids(model, src, _cfg(4), beam=1)  # no texts needed: nothing to choose
+    plain = DecodeConfig(max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B)
+    assert greedy == translate_ids(model, src, plain)
+    with pytest.raises(ValueError, match="detokenize"):
+        translate_ids(model, src, _cfg(4))

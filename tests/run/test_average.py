@@ -1,0 +1,84 @@
+"""Checkpoint averaging: kept step checkpoints, averaged.pt, `translator average`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import ROOT
+from typer.testing import CliRunner
+
+from translator.cli import app
+from translator.errors import CheckpointError
+from translator.run.average import AVERAGED, average_states, step_checkpoints
+from translator.run.checkpoint import load_checkpoint, save_checkpoint
+from translator.run.paths import checkpoint_of_run
+
+TINY = str(ROOT / "configs" / "tiny.yaml")
+
+
+def fake_state(value: float, step: int) -> dict:
+    return {
+        "model": {"w": torch.full((2, 3), value), "n": torch.tensor(step)},
+        "optimizer": {"state": {}},
+        "progress": {"step": step},
+        "rng": {},
+        "config": {},
+        "tokenizers": {"src": "a", "tgt": "b"},
+    }
+
+
+def test_average_is_the_mean_of_the_weights(tmp_path: Path) -> None:
+    paths = []
+    for n, value in enumerate([1.0, 2.0, 6.0]):
+        paths.append(tmp_path / f"step_{n}.pt")
+        save_checkpoint(fake_state(value, n), paths[-1])
+    out = average_states(paths)
+    torch.testing.assert_close(out["model"]["w"], torch.full((2, 3), 3.0))
+    assert int(out["model"]["n"]) == 2  # integer buffers come from the newest
+    assert out["weights_only"] and out["progress"]["step"] == 2
+
+
+def test_average_refuses_checkpoints_of_another_vocabulary(tmp_path: Path) -> None:
+    a, b = fake_state(1.0, 1), fake_state(1.0, 2)
+    b["tokenizers"] = {"src": "x", "tgt": "b"}
+    save_checkpoint(a, tmp_path / "a.pt")
+    save_checkpoint(b, tmp_path / "b.pt")
+    with pytest.raises(CheckpointError, match="average checkpoints of one run only"):
+        average_states([tmp_path / "a.pt", tmp_path / "b.pt"])
+
+
+def test_training_keeps_k_checkpoints_and_translate_uses_their_average(corpus: Path) -> None:
+    runner = CliRunner()
+    args = ["train", "--config", TINY, "--set", f"data.source={corpus}", "--run", "avg"]
+    args += ["--set", "train.max_steps=25", "--set", "train.checkpoint_every=5"]
+    args += ["--set", "train.average_last=3"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    run_dir = Path("weights/avg")
+    kept = step_checkpoints(run_dir)
+    assert [p.name for p in kept] == [f"step_{s:08d}.pt" for s in (15, 20, 25)]
+    averaged = load_checkpoint(run_dir / AVERAGED)
+    states = [load_checkpoint(p)["model"] for p in kept]
+    for key, value in averaged["model"].items():
+        if value.is_floating_point():
+            mean = torch.stack([s[key] for s in states]).mean(dim=0)
+            torch.testing.assert_close(value, mean, msg=key)
+    assert checkpoint_of_run(run_dir) == run_dir / AVERAGED
+    out = runner.invoke(app, ["translate", "--run", "avg", "one two ."])
+    assert out.exit_code == 0 and "averaged.pt" in out.output
+    # A later latest.pt (the run trained on) makes the average stale: best.pt is used again.
+    save_checkpoint(load_checkpoint(run_dir / "latest.pt"), run_dir / "latest.pt")
+    assert checkpoint_of_run(run_dir) == run_dir / "best.pt"
+    # `translator average` writes it again, from the newest two.
+    out = runner.invoke(app, ["average", "--run", "avg", "--last", "2"])
+    assert out.exit_code == 0, out.output
+    assert "step_00000020.pt, step_00000025.pt" in out.output
+    assert checkpoint_of_run(run_dir) == run_dir / AVERAGED
+    # More than are kept: one line that says how many there are.
+    out = runner.invoke(app, ["average", "--run", "avg", "--last", "9"])
+    assert out.exit_code == 1 and "only 3 step checkpoints are kept" in out.output
+    # An averaged checkpoint cannot be resumed from: it has no optimizer state.
+    out = runner.invoke(app, ["train", "--run", "avg", "--resume", str(run_dir / AVERAGED)])
+    assert out.exit_code != 0 and "holds weights only" in out.output

@@ -1,0 +1,124 @@
+"""Options of the train: section and the device choice, each shown to take effect."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import ROOT
+from test_cli_train import scalars
+
+from translator import device as device_module
+from translator.config import Config, TrainConfig
+from translator.data.prepare import prepare_data
+from translator.device import resolve_device
+from translator.errors import ConfigError
+from translator.model.transformer import build_model
+from translator.run.paths import RunPaths
+from translator.training import trainer as train_module
+from translator.training.train import train_command
+from translator.training.trainer import Trainer, learning_rate
+
+TINY = ROOT / "configs" / "tiny.yaml"
+
+
+def run(corpus: Path, name: str, *extra: str) -> Trainer:
+    overrides = [f"data.source={corpus}", "train.epochs=100", "train.log_every=1", *extra]
+    return train_command(TINY, overrides, name, None, "cpu")
+
+
+def checkpoint_step(path: Path) -> int:
+    return int(torch.load(path, weights_only=True)["progress"]["step"])
+
+
+def test_constant_schedule_and_zero_warmup() -> None:
+    constant = TrainConfig(lr=1e-3, warmup_steps=10, schedule="constant")
+    assert [learning_rate(s, constant) for s in (0, 4, 9)] == pytest.approx([1e-4, 5e-4, 1e-3])
+    assert {learning_rate(s, constant) for s in range(10, 500)} == {1e-3}
+    flat = TrainConfig(lr=1e-3, warmup_steps=0, schedule="constant")
+    assert {learning_rate(s, flat) for s in range(500)} == {1e-3}
+    decay = TrainConfig(lr=1e-3, warmup_steps=0)  # inverse square root from the first step
+    assert [learning_rate(s, decay) for s in (0, 3, 99)] == pytest.approx([1e-3, 5e-4, 1e-4])
+
+
+def test_best_metric_bleu_keeps_the_checkpoint_of_the_highest_bleu(corpus: Path) -> None:
+    trainer = run(
+        corpus, "bleu", "train.max_steps=24", "train.eval_every=6", "train.best_metric=bleu",
+        "train.schedule=constant", "train.warmup_steps=0",
+    )  # fmt: skip
+    bleu = scalars(Path("runs/bleu"), "valid/bleu")
+    assert [s for s, _ in bleu] == [6, 12, 18, 24]
+    best = max(v for _, v in bleu)
+    first_best = next(s for s, v in bleu if v == best)
+    assert checkpoint_step(Path("weights/bleu/best.pt")) == first_best
+    assert trainer.progress.best_bleu == pytest.approx(best)
+    # schedule constant, warmup 0: the optimizer used lr from the first step on
+    lrs = [v for _, v in scalars(Path("runs/bleu"), "train/lr")]
+    assert len(lrs) == 24 and lrs == pytest.approx([3e-3] * 24)
+
+
+@pytest.mark.parametrize(("metric", "saved_at"), [("bleu", [1, 4]), ("loss", [1, 2, 3])])
+def test_best_checkpoint_follows_best_metric(
+    tiny_config: Config, monkeypatch: pytest.MonkeyPatch, metric: str, saved_at: list[int]
+) -> None:
+    """Scripted evaluations whose best loss and best BLEU fall on different ones."""
+    config = dataclasses.replace(
+        tiny_config, train=dataclasses.replace(tiny_config.train, best_metric=metric)
+    )
+    paths = RunPaths.create("scripted")
+    paths.make()
+    data = prepare_data(config, paths)
+    model = build_model(config.model, data.src_tokenizer.get_vocab_size(),
+                        data.tgt_tokenizer.get_vocab_size())  # fmt: skip
+    trainer = Trainer(config, model, data, paths, torch.device("cpu"))
+    scripted = iter([(3.0, 10.0), (2.0, 5.0), (1.0, 7.0), (4.0, 12.0)])  # (loss, BLEU)
+    monkeypatch.setattr(train_module, "validate_and_sample", lambda _: next(scripted))
+    saved: list[int] = []
+    monkeypatch.setattr(trainer, "save", lambda path: saved.append(trainer.progress.step))
+    for step in range(1, 5):
+        trainer.progress.step = step
+        trainer._validate_and_sample()
+    assert saved == saved_at
+    assert (trainer.progress.best_valid_loss, trainer.progress.best_bleu) == (1.0, 12.0)
+
+
+def test_best_metric_loss_and_eval_bleu_off(corpus: Path) -> None:
+    run(corpus, "loss", "train.max_steps=24", "train.eval_every=6", "train.eval_bleu=false")
+    losses = scalars(Path("runs/loss"), "valid/loss")
+    assert [s for s, _ in losses] == [6, 12, 18, 24]
+    best_step = min(losses, key=lambda sv: sv[1])[0]
+    assert checkpoint_step(Path("weights/loss/best.pt")) == best_step
+    with pytest.raises(KeyError):  # no BLEU was decoded, so none was logged
+        scalars(Path("runs/loss"), "valid/bleu")
+
+
+@pytest.mark.parametrize(
+    ("cuda", "mps", "expected"), [(True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")]
+)
+def test_device_choice_follows_what_torch_reports(
+    monkeypatch: pytest.MonkeyPatch, cuda: bool, mps: bool, expected: str
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert resolve_device(None).type == expected
+    assert resolve_device("cpu").type == "cpu"
+    for name, there in (("cuda", cuda), ("mps", mps)):
+        if there:
+            assert resolve_device(name).type == name
+        else:
+            with pytest.raises(ConfigError, match=f"--device {name}: .* use --device cpu"):
+                resolve_device(name)
+
+
+def test_unknown_device_and_bf16_on_a_gpu_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="--device tpu: expected cpu, cuda or mps"):
+        resolve_device("tpu")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
+    cuda = torch.device("cuda")
+    assert device_module.autocast_dtype("auto", cuda) is None
+    with pytest.raises(ConfigError, match="this GPU does not support bf16; use fp32"):
+        device_module.autocast_dtype("bf16", cuda)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    assert device_module.autocast_dtype("auto", cuda) is torch.bfloat16

@@ -1,0 +1,262 @@
+"""The config's sections, one frozen dataclass each, every one validating its own values."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from translator.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    source: str = "opus_books"
+    """A hub dataset name (read with `datasets.load_dataset`) or a .jsonl/.parquet/.tsv path."""
+    hub_config: str | None = None
+    """The hub dataset's configuration; default `<lang_src>-<lang_tgt>`, e.g. `en-it`."""
+    lang_src: str = "en"
+    lang_tgt: str = "it"
+    valid_size: int = 1000
+    """Number of pairs held out for validation (seeded split, recorded in the run directory)."""
+    dedup: bool = True
+    """Drop exact duplicate pairs (before the split, so none straddles train and validation)."""
+    normalize: Literal["none", "nfc"] = "nfc"
+    """Unicode normalisation of both sides before anything else: `nfc` composes `e` + combining
+    accent into `è` (so one word has one spelling); `none` keeps the text as read. Whitespace runs
+    always become one space."""
+    restore_accents: bool = False
+    """On the Italian side (`it`), write accents that the text spells with an apostrophe as real
+    accents: `e'` -> `è`, `perche'` -> `perché`, `citta'` -> `città`; elisions and truncations
+    (`l'`, `dell'`, `un'`, `po'`, `de'`) stay. See translator/data/normalize.py for the rules."""
+    max_len: int = 128
+    """Longest sentence kept, in tokens per side (specials excluded); longer pairs are dropped."""
+    swap_names: int = 0
+    """Name swapping (translator/data/augment.py): for each training pair that copies a name from
+    source to target, add this many copies with the name replaced on both sides by another name
+    from the corpus, so the model learns to copy names it rarely sees. 0 turns it off. Only the
+    training split is augmented; the tokenizers are trained before."""
+    cache_dir: str | None = None
+    """Where the `datasets` library caches downloads; default ~/.cache/translator/datasets."""
+
+    def validate(self) -> None:
+        _positive(self, "data", "valid_size", "max_len")
+        if self.swap_names < 0:
+            raise ConfigError(f"data.swap_names must be 0 or more, got {self.swap_names}")
+        if self.lang_src == self.lang_tgt:
+            raise ConfigError("data.lang_src and data.lang_tgt are both " + repr(self.lang_src))
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    kind: Literal["word", "bpe", "unigram"] = "word"
+    """`word`: WordLevel, one token per word or punctuation run, rare words [UNK]; `bpe`:
+    byte-level BPE subwords; `unigram`: SentencePiece-style Unigram subwords with byte fallback.
+    The subword kinds never produce [UNK] and turn their tokens back into exactly the text."""
+    vocab_size: int | None = None
+    """Vocabulary size (specials included): the size `bpe`/`unigram` build (default 8000); for
+    `word` a cap, as `max_vocab`."""
+    min_freq: int = 2
+    """Words (word) or pairs to merge (bpe) seen fewer times than this in the training split are
+    left out of the vocabulary."""
+    max_vocab: int | None = None
+    """Cap on the `word` vocabulary per language (specials included); null means no cap."""
+    shared: bool = False
+    """One vocabulary for both languages, trained on both sides; the encoder's and decoder's
+    embeddings and the output layer then share one matrix."""
+
+    def validate(self) -> None:
+        _positive(self, "tokenizer", "min_freq", "max_vocab", "vocab_size")
+        if self.vocab_size and self.max_vocab and self.vocab_size != self.max_vocab:
+            raise ConfigError(
+                f"tokenizer.vocab_size ({self.vocab_size}) and tokenizer.max_vocab "
+                f"({self.max_vocab}) disagree; set only tokenizer.vocab_size"
+            )
+        if self.kind != "word" and (self.size or 0) < 300:
+            raise ConfigError(
+                f"tokenizer.vocab_size must be at least 300 for kind {self.kind} "
+                "(256 byte pieces and the specials come first), e.g. 8000"
+            )
+
+    @property
+    def size(self) -> int | None:
+        """The vocabulary size to build: vocab_size, else max_vocab, else 8000 for subwords."""
+        return self.vocab_size or self.max_vocab or (None if self.kind == "word" else 8000)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    d_model: int = 512
+    n_heads: int = 8
+    encoder_layers: int = 6
+    decoder_layers: int = 6
+    d_ff: int = 2048
+    dropout: float = 0.1
+    """Dropout on embeddings, sublayer outputs and the FFN's hidden layer (the paper's P_drop)."""
+    attention_dropout: float = 0.0
+    """Dropout on attention weights (not in the paper; above 0 it rules out fused CPU kernels)."""
+    norm: Literal["pre", "post"] = "pre"
+    """`pre`: LayerNorm before each sublayer (stable); `post`: after the residual (the paper's)."""
+    activation: Literal["relu", "gelu"] = "relu"
+    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
+    max_positions: int = 512
+    """Longest sequence the position table covers (specials included)."""
+    tie_embeddings: bool = False
+    """Share the target embedding matrix with the output projection."""
+
+    def validate(self) -> None:
+        _positive(
+            self,
+            "model",
+            "d_model",
+            "n_heads",
+            "encoder_layers",
+            "decoder_layers",
+            "d_ff",
+            "max_positions",
+        )
+        if self.d_model % self.n_heads:
+            raise ConfigError(
+                f"model.d_model ({self.d_model}) must be divisible by "
+                f"model.n_heads ({self.n_heads})"
+            )
+        _unit_interval(self.dropout, "model.dropout")
+        _unit_interval(self.attention_dropout, "model.attention_dropout")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    seed: int = 1234
+    epochs: int = 20
+    max_steps: int | None = None
+    """Stop after this many optimizer steps (then `epochs` is ignored); null: train for `epochs`."""
+    max_minutes: float | None = None
+    """Also stop after this much wall time of training (this session; evaluation included)."""
+    batch_tokens: int = 4096
+    """Token budget per batch: batch size x longest sequence in it stays within this."""
+    accum_steps: int = 1
+    """Batches whose gradients are summed into one optimizer step."""
+    lr: float = 7e-4
+    """Peak learning rate, reached at the end of warmup."""
+    schedule: Literal["inverse_sqrt", "constant", "linear", "cosine"] = "inverse_sqrt"
+    """After the linear warmup: `inverse_sqrt` (the paper's), `constant`, or a `linear` or
+    `cosine` decay that reaches zero when the budget runs out: train.max_minutes (in wall time)
+    or train.max_steps / epochs (in steps), whichever comes first. A resumed run goes on decaying
+    from where it stopped, towards its new deadline."""
+    warmup_steps: int = 4000
+    weight_decay: float = 0.0
+    label_smoothing: float = 0.1
+    clip_norm: float | None = 1.0
+    """Clip the global gradient norm to this; null disables clipping."""
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    """`auto`: bf16 autocast on GPUs that support it and on CPUs with bf16 instructions (AVX-512
+    BF16, AMX), fp32 elsewhere; `bf16` forces it, `fp32` turns it off."""
+    compile: bool = False
+    """Wrap the model in `torch.compile`."""
+    log_every: int = 10
+    eval_every: int = 500
+    """Validation loss and samples every this many steps; 0 turns it off (still runs at the end)."""
+    eval_bleu: bool = True
+    """At each evaluation also decode the validation split (greedy) for BLEU and chrF."""
+    best_metric: Literal["loss", "bleu"] = "loss"
+    """What `best.pt` is chosen by: the lowest validation loss or the highest BLEU."""
+    n_samples: int = 3
+    checkpoint_every: int = 500
+    average_last: int = 0
+    """Keep the last K checkpoints written every checkpoint_every steps (step_N.pt) and, at the
+    end of training, write averaged.pt, the mean of their weights (and of the final weights).
+    `translate` and `validate` then use it. 0 keeps none."""
+    on_nonfinite: Literal["stop", "skip"] = "stop"
+    """A step whose loss is NaN/inf: `stop` the run, or `skip` the update and count it."""
+
+    def validate(self) -> None:
+        _positive(
+            self,
+            "train",
+            "epochs",
+            "max_minutes",
+            "max_steps",
+            "batch_tokens",
+            "accum_steps",
+            "lr",
+            "log_every",
+            "checkpoint_every",
+            "clip_norm",
+        )
+        _non_negative(
+            self, "train", "warmup_steps", "weight_decay", "eval_every", "n_samples", "average_last"
+        )
+        _unit_interval(self.label_smoothing, "train.label_smoothing")
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    beam: int = 1
+    """1 = greedy; larger values run beam search."""
+    alpha: float = 0.6
+    """Length penalty exponent for beam search ((5 + len) / 6) ** alpha."""
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    """Outputs stop after max_len_a * source_length + max_len_b tokens."""
+    batch_size: int = 128
+    """Sentences decoded together (beam search: each with `beam` rows)."""
+    ban_unk: bool = False
+    """Never output [UNK]: take the best known word instead (fairseq's --unkpen taken to the limit).
+    Off by default, so that a user sees where the vocabulary ran out."""
+    mbr: bool = False
+    """Minimum Bayes risk: of the `beam` best hypotheses, output the one with the highest total
+    chrF against the others (the consensus) instead of the most probable one. Slower (the text
+    of every hypothesis is compared with every other); no effect when beam is 1."""
+
+    def validate(self) -> None:
+        _positive(self, "decode", "beam", "max_len_a", "batch_size")
+        _non_negative(self, "decode", "alpha", "max_len_b")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    max_texts: int = 64
+    """Most sentences one `translator serve` request may carry; more get a 413 JSON error."""
+    max_chars: int = 1000
+    """Longest sentence, in characters, `translator serve` takes; longer gets a 413 JSON error."""
+    max_beam: int = 16
+    """Largest beam a request may ask for."""
+
+    def validate(self) -> None:
+        _positive(self, "serve", "max_texts", "max_chars", "max_beam")
+
+
+@dataclass(frozen=True)
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (YAML- and checkpoint-safe)."""
+        return dataclasses.asdict(self)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _positive(obj: Any, section: str, *names: str) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None and value <= 0:
+            raise ConfigError(f"{section}.{name} must be positive, got {value}")
+
+
+def _non_negative(obj: Any, section: str, *names: str) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None and value < 0:
+            raise ConfigError(f"{section}.{name} must be >= 0, got {value}")
+
+
+def _unit_interval(value: float, key: str) -> None:
+    if not 0.0 <= value < 1.0:
+        raise ConfigError(f"{key} must be in [0, 1), got {value}")

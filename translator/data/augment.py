@@ -1,0 +1,86 @@
+"""Name swapping: extra training pairs that teach the model to copy names it rarely sees.
+
+A subtitle corpus names its own characters (Danny, Emily, ...) hundreds of times, while most other
+names occur once or never, so the model learns to copy a few names and to guess at the rest. For
+each training pair that copies a name from source to target, `swap_names` writes `copies` more
+pairs with that name replaced, on both sides, by a name drawn uniformly from all the names the
+corpus copies. Names are found in the data, not in a list: a capitalised word that appears
+unchanged on both sides, is capitalised mid-sentence on the source side, and is rarely written
+in lower case there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from translator.data.read import Pair
+
+_WORD = re.compile(r"[^\W\d_]+")
+_NAME = re.compile(r"[^\W\d_][^\W\d_]+")
+_SENTENCE_ENDS = ".!?:\"'-"
+
+
+def _is_capitalised(word: str) -> bool:
+    return word[0].isupper() and word[1:].islower()
+
+
+def name_inventory(pairs: Sequence[Pair]) -> list[str]:
+    """Words used as names on the source side, in order of first appearance.
+
+    A name is capitalised (`Tom`, not `TOM` or `tom`), written so at least once where no sentence
+    starts (so `Well` in `Well, ...` does not count), written in lower case less than half as
+    often as it is capitalised mid-sentence (so not `Bill` beside `bill`), and copied unchanged to
+    the target side at least once.
+    """
+    mid: Counter[str] = Counter()
+    lower: Counter[str] = Counter()
+    copied: set[str] = set()
+    order: dict[str, None] = {}
+    for src, tgt in pairs:
+        tgt_words = set(_WORD.findall(tgt))
+        for match in _WORD.finditer(src):
+            word = match.group()
+            if word.islower():
+                lower[word] += 1
+            elif _is_capitalised(word) and len(word) > 1:
+                order.setdefault(word)
+                before = src[: match.start()].rstrip()
+                if before and before[-1] not in _SENTENCE_ENDS:
+                    mid[word] += 1
+                if word in tgt_words:
+                    copied.add(word)
+    return [w for w in order if w in copied and mid[w] > 0 and 2 * lower[w.lower()] < mid[w]]
+
+
+def swap_names(pairs: Sequence[Pair], copies: int, seed: int) -> list[Pair]:
+    """`copies` new pairs for each pair that copies a known name, the names swapped at random.
+
+    Every copied name in a pair gets its own replacement, the same one on both sides, matched as
+    a whole word. Deterministic for a given seed and input.
+    """
+    if copies <= 0:
+        return []
+    names = name_inventory(pairs)
+    if len(names) < 2:
+        return []
+    known = set(names)
+    rng = np.random.default_rng(seed)
+    out: list[Pair] = []
+    for src, tgt in pairs:
+        tgt_words = set(_WORD.findall(tgt))
+        found = sorted({w for w in _NAME.findall(src) if w in known and w in tgt_words})
+        if not found:
+            continue
+        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, found)) + r")\b")
+        for _ in range(copies):
+            new = {w: names[int(rng.integers(len(names)))] for w in found}
+            out.append((_replace(pattern, new, src), _replace(pattern, new, tgt)))
+    return out
+
+
+def _replace(pattern: re.Pattern[str], new: dict[str, str], text: str) -> str:
+    return pattern.sub(lambda m: new[m.group()], text)

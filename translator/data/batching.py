@@ -1,0 +1,167 @@
+"""Batches: the encoded dataset, token-budget bucketing, padding, and sharding across ranks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from translator.specials import EOS_ID, PAD_ID, SOS_ID
+
+
+class BilingualDataset:
+    """Encoded pairs; item i: encoder input [SOS] src [EOS], decoder input [SOS] tgt, label
+    tgt [EOS]."""
+
+    def __init__(self, src_ids: list[list[int]], tgt_ids: list[list[int]]) -> None:
+        assert len(src_ids) == len(tgt_ids)
+        self.src_ids = src_ids
+        self.tgt_ids = tgt_ids
+
+    def __len__(self) -> int:
+        return len(self.src_ids)
+
+    def __getitem__(self, i: int) -> dict[str, list[int]]:
+        src, tgt = self.src_ids[i], self.tgt_ids[i]
+        return {
+            "encoder_input": [SOS_ID, *src, EOS_ID],
+            "decoder_input": [SOS_ID, *tgt],
+            "label": [*tgt, EOS_ID],
+        }
+
+    def src_lengths(self) -> np.ndarray:
+        """Encoder input lengths (specials included)."""
+        return np.fromiter((len(s) + 2 for s in self.src_ids), dtype=np.int64, count=len(self))
+
+    def tgt_lengths(self) -> np.ndarray:
+        """Decoder input lengths (specials included)."""
+        return np.fromiter((len(t) + 1 for t in self.tgt_ids), dtype=np.int64, count=len(self))
+
+
+@dataclass
+class Batch:
+    """A padded batch. src: (B, S); tgt_in, tgt_out: (B, T)."""
+
+    src: torch.Tensor
+    tgt_in: torch.Tensor
+    tgt_out: torch.Tensor
+    n_src_tokens: int
+    n_tgt_tokens: int
+
+    def to(self, device: torch.device) -> Batch:
+        return Batch(
+            self.src.to(device, non_blocking=True),
+            self.tgt_in.to(device, non_blocking=True),
+            self.tgt_out.to(device, non_blocking=True),
+            self.n_src_tokens,
+            self.n_tgt_tokens,
+        )
+
+    @property
+    def padded_tokens(self) -> int:
+        return self.src.numel() + self.tgt_out.numel()
+
+
+def collate(
+    items: Sequence[dict[str, list[int]]], src_pad_id: int = PAD_ID, tgt_pad_id: int = PAD_ID
+) -> Batch:
+    """Pad a list of dataset items to the batch's own longest sequence."""
+    src = _pad([it["encoder_input"] for it in items], src_pad_id)
+    tgt_in = _pad([it["decoder_input"] for it in items], tgt_pad_id)
+    tgt_out = _pad([it["label"] for it in items], tgt_pad_id)
+    n_src = sum(len(it["encoder_input"]) for it in items)
+    n_tgt = sum(len(it["label"]) for it in items)
+    return Batch(src, tgt_in, tgt_out, n_src, n_tgt)
+
+
+def _pad(seqs: Sequence[list[int]], pad_id: int) -> torch.Tensor:
+    out = np.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=np.int64)
+    for row, seq in enumerate(seqs):
+        out[row, : len(seq)] = seq
+    return torch.from_numpy(out)
+
+
+class TokenBatchSampler:
+    """Groups examples of similar length into batches of at most `batch_tokens` padded tokens.
+
+    Each epoch's batches are a pure function of (seed, epoch): a resumed run replays them exactly.
+    """
+
+    def __init__(
+        self,
+        src_lengths: np.ndarray,
+        tgt_lengths: np.ndarray,
+        batch_tokens: int,
+        seed: int,
+        shuffle: bool = True,
+    ) -> None:
+        self.src_lengths = src_lengths
+        self.tgt_lengths = tgt_lengths
+        self.batch_tokens = batch_tokens
+        self.seed = seed
+        self.shuffle = shuffle
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        """The list of index batches for `epoch`."""
+        rng = np.random.default_rng([self.seed, epoch])
+        n = len(self.src_lengths)
+        order = rng.permutation(n) if self.shuffle else np.arange(n)
+        # stable sort by target length, then source length: ties keep the random order
+        order = order[np.lexsort((self.src_lengths[order], self.tgt_lengths[order]))]
+        batches, current, longest = [], [], 0
+        for i in order.tolist():
+            length = max(self.src_lengths[i], self.tgt_lengths[i])
+            if current and (len(current) + 1) * max(longest, length) > self.batch_tokens:
+                batches.append(current)
+                current, longest = [], 0
+            current.append(i)
+            longest = max(longest, length)
+        if current:
+            batches.append(current)
+        if self.shuffle:
+            batches = [batches[j] for j in rng.permutation(len(batches))]
+        return batches
+
+
+def shard_batches(batches: list[list[int]], rank: int, world_size: int) -> list[list[int]]:
+    """This rank's share of an epoch's batches: every rank gets the same number, every example
+    lands on exactly one rank. Rank r takes batches r, r + W, r + 2W, ... of `split_evenly`."""
+    return split_evenly(batches, world_size)[rank::world_size]
+
+
+def split_evenly(batches: list[list[int]], world_size: int) -> list[list[int]]:
+    """Batches split in two (largest first) until they divide evenly among `world_size` ranks.
+
+    Splitting keeps the order of the examples: the batches, laid end to end, hold the same
+    sequence for every world size.
+    """
+    batches = list(batches)
+    while len(batches) % world_size:
+        largest = max(range(len(batches)), key=lambda j: len(batches[j]))
+        if len(batches[largest]) < 2:
+            raise ValueError(f"too few examples to give each of {world_size} ranks a batch")
+        big = batches.pop(largest)
+        half = len(big) // 2
+        batches[largest:largest] = [big[:half], big[half:]]
+    return batches
+
+
+def drop_examples(batches: list[list[int]], n: int) -> list[list[int]]:
+    """The batches without the first `n` examples of their sequence (a batch may be cut)."""
+    out, seen = [], 0
+    for batch in batches:
+        if seen + len(batch) > n:
+            out.append(batch[max(0, n - seen) :])
+        seen += len(batch)
+    return out
+
+
+def examples_consumed(
+    batches: list[list[int]], offset: int, batch_in_epoch: int, world_size: int
+) -> int:
+    """Examples of an epoch used once every one of `world_size` ranks took `batch_in_epoch` of
+    its batches, the epoch's first `offset` examples having been used before."""
+    remaining = split_evenly(drop_examples(batches, offset), world_size)
+    return offset + sum(len(b) for b in remaining[: batch_in_epoch * world_size])

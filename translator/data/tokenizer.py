@@ -1,0 +1,210 @@
+"""Tokenizers: train, save, load (the special tokens and their ids are in translator.specials).
+
+Three kinds, all from the `tokenizers` library, each saved as one JSON file that carries its own
+normalizer, pre-tokenizer and decoder, so `tokenizers.Tokenizer.from_file(p).decode(ids)` alone
+turns ids back into text:
+
+- `word`: WordLevel. Words and punctuation runs are split apart, and a word that followed a space
+  is marked with a leading "▁" (as SentencePiece does), so decoding puts back exactly the spaces
+  that were there: "un po' di" and "10:30" come back as written. Unknown words become [UNK].
+- `bpe`: byte-level BPE. Every text encodes without [UNK] (any byte is a token) and decodes back
+  to itself.
+- `unigram`: SentencePiece-style Unigram over "▁"-marked words, with byte fallback for characters
+  it never saw, so it has no [UNK] either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+from translator.specials import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS, UNK, UNK_ID
+
+TokenizerKind = Literal["word", "bpe", "unigram"]
+SPACE = "▁"  # U+2581, marks a token that followed a space (word, unigram)
+N_BYTES = 256  # byte-fallback pieces <0x00>..<0xFF> added to a unigram vocabulary
+
+
+def text_normalizer() -> normalizers.Normalizer:
+    """The normalisation every tokenizer applies first: Unicode NFC, single spaces, no ends."""
+    return normalizers.Sequence(
+        [normalizers.NFC(), normalizers.Replace(Regex(r"\s+"), " "), normalizers.Strip()]
+    )
+
+
+def normalize_text(text: str) -> str:
+    """`text` as the tokenizers see it (NFC, whitespace runs made one space, stripped)."""
+    return _NORMALIZER.normalize_str(text)
+
+
+_NORMALIZER = text_normalizer()
+
+
+def train_tokenizer(
+    sentences: Iterable[str],
+    min_freq: int = 2,
+    max_vocab: int | None = None,
+    kind: TokenizerKind = "word",
+) -> Tokenizer:
+    """Train a tokenizer of `kind` on `sentences`.
+
+    `max_vocab` caps the vocabulary (specials included); for `bpe` and `unigram` it is the size to
+    reach. `min_freq` is the fewest occurrences a word (or merged pair) needs.
+    """
+    specials = list(SPECIAL_TOKENS)
+    if kind == "word":
+        tokenizer = Tokenizer(models.WordLevel(unk_token=UNK))
+        tokenizer.pre_tokenizer = _spaced_words()
+        tokenizer.decoder = decoders.Metaspace(replacement=SPACE, prepend_scheme="always")
+        trainer = trainers.WordLevelTrainer(
+            special_tokens=specials,
+            min_frequency=min_freq,
+            vocab_size=max_vocab if max_vocab is not None else 10**9,
+            show_progress=False,
+        )
+    elif kind == "bpe":
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+        # ByteLevel puts a space before the first word; the decoder takes exactly that one away
+        tokenizer.decoder = decoders.Sequence([decoders.ByteLevel(), decoders.Strip(" ", 1, 0)])
+        trainer = trainers.BpeTrainer(
+            vocab_size=max_vocab or 8000,
+            min_frequency=min_freq,
+            special_tokens=specials,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+    elif kind == "unigram":
+        tokenizer = Tokenizer(models.Unigram())
+        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPACE)
+        tokenizer.decoder = decoders.Sequence(
+            [decoders.ByteFallback(), decoders.Metaspace(replacement=SPACE)]
+        )
+        trainer = trainers.UnigramTrainer(
+            vocab_size=max(len(specials) + 1, (max_vocab or 8000) - N_BYTES),
+            special_tokens=specials,
+            unk_token=UNK,
+            show_progress=False,
+        )
+    else:
+        raise ValueError(f"unknown tokenizer kind {kind!r}")
+    tokenizer.normalizer = text_normalizer()
+    tokenizer.train_from_iterator(sentences, trainer=trainer)
+    if kind == "unigram":
+        tokenizer = _with_byte_fallback(tokenizer)
+    check_special_ids(tokenizer)
+    tokenizer.encode_special_tokens = True
+    return tokenizer
+
+
+def _spaced_words() -> pre_tokenizers.PreTokenizer:
+    """Mark spaces with ▁, then split into words and punctuation runs, each keeping its ▁."""
+    return pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Metaspace(replacement=SPACE, prepend_scheme="always", split=False),
+            pre_tokenizers.Split(
+                Regex(rf"{SPACE}?\w+|{SPACE}?[^\w\s{SPACE}]+|{SPACE}+"), behavior="isolated"
+            ),
+        ]
+    )
+
+
+def _with_byte_fallback(tokenizer: Tokenizer) -> Tokenizer:
+    """A trained Unigram tokenizer plus one piece per byte, used for characters it never saw."""
+    spec = json.loads(tokenizer.to_str())
+    model = spec["model"]
+    lowest = min((score for _, score in model["vocab"]), default=0.0)
+    model["vocab"] += [[f"<0x{b:02X}>", lowest - 10.0] for b in range(N_BYTES)]
+    model["byte_fallback"] = True
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+def tokenizer_kind(tokenizer: Tokenizer) -> str:
+    """`word`, `bpe` or `unigram`; `word` also for runs saved before subwords existed."""
+    model = json.loads(tokenizer.to_str())["model"]["type"]
+    return {"WordLevel": "word", "BPE": "bpe", "Unigram": "unigram"}[model]
+
+
+def check_special_ids(tokenizer: Tokenizer, where: str = "tokenizer") -> None:
+    """Fail if the special tokens do not have their fixed ids."""
+    for token, expected in zip(SPECIAL_TOKENS, (UNK_ID, PAD_ID, SOS_ID, EOS_ID), strict=True):
+        found = tokenizer.token_to_id(token)
+        if found != expected:
+            raise ValueError(f"{where}: special token {token} has id {found}, expected {expected}")
+
+
+def save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
+    """Write the tokenizer as JSON, atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    tokenizer.save(str(tmp))
+    tmp.replace(path)
+
+
+def load_tokenizer(path: Path) -> Tokenizer:
+    """Load a tokenizer saved by `save_tokenizer`.
+
+    Text that spells a special token ("[SOS]") is read as text, not as the token itself: the
+    setting is not saved in the file, so it is made here and in `train_tokenizer`. (Not for the
+    unigram kind: its own vocabulary holds the special tokens as pieces, and its segmentation
+    prefers one known piece to five unknown characters.)
+    """
+    tokenizer = Tokenizer.from_file(str(path))
+    check_special_ids(tokenizer, str(path))
+    tokenizer.encode_special_tokens = True
+    return tokenizer
+
+
+def fingerprint(tokenizer: Tokenizer) -> str:
+    """A short hash of the vocabulary, stored in checkpoints to catch mismatched tokenizers."""
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+    text = "\n".join(token for token, _ in vocab)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def decode_ids(tokenizer: Tokenizer, ids: Iterable[int]) -> str:
+    """Turn output ids into text, stopping at [EOS]; [UNK] stays visible, other specials vanish."""
+    kept = []
+    for i in ids:
+        if i == EOS_ID:
+            break
+        if i not in (PAD_ID, SOS_ID):
+            kept.append(i if tokenizer.id_to_token(i) is not None else UNK_ID)
+    if tokenizer.decoder is None:  # a word-level run saved before tokenizers had decoders
+        return detokenize([tokenizer.id_to_token(i) for i in kept])
+    # The decoder cannot place an [UNK] (the spacing of the unknown word was lost): decode the
+    # stretches between them and join them with spaced [UNK]s.
+    text: list[str] = []
+    segment: list[int] = []
+    for i in [*kept, None]:
+        if i is None or i == UNK_ID:
+            if segment:
+                text.append(tokenizer.decode(segment))
+            if i is not None:
+                text.append(UNK)
+            segment = []
+        else:
+            segment.append(i)
+    return " ".join(text)
+
+
+_NO_SPACE_BEFORE = set(".,!?;:)]}»%'’")
+_NO_SPACE_AFTER = set("([{«'’¿¡")
+
+
+def detokenize(words: list[str]) -> str:
+    """Join word tokens with spaces, closing up punctuation and elisions (l ' uomo -> l'uomo).
+
+    Only for word-level tokenizers saved before they carried a decoder of their own.
+    """
+    out = ""
+    for word in words:
+        closes = all(c in _NO_SPACE_BEFORE for c in word)
+        if out and not closes and out[-1] not in _NO_SPACE_AFTER:
+            out += " "
+        out += word
+    return out

@@ -1,0 +1,244 @@
+"""Decoding: batched greedy and beam search over a key/value cache (shared by training samples,
+validate and translate)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from translator.config import DecodeConfig
+from translator.inference.mbr import mbr_choice
+from translator.model.transformer import Transformer, reorder_cache
+from translator.specials import EOS_ID, PAD_ID, SOS_ID, UNK_ID
+
+
+def max_output_lengths(
+    src: torch.Tensor, max_len_a: float, max_len_b: int, max_positions: int
+) -> torch.Tensor:
+    """Per sentence output budget a * source_length + b, within the model's position table."""
+    src_len = (src != PAD_ID).sum(dim=1) - 2  # without [SOS]/[EOS]
+    limit = (max_len_a * src_len.float() + max_len_b).long()
+    return limit.clamp(min=1, max=max_positions - 1)
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: Transformer,
+    src: torch.Tensor,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    use_cache: bool = True,
+    *,
+    ban_unk: bool = False,
+) -> list[list[int]]:
+    """Greedy outputs (ids, without [SOS]/[EOS]) for a (B, S) source batch.
+
+    Each sentence stops at its own [EOS] or its length budget. Finished rows leave the batch once a
+    quarter of it has finished: compacting the cache at every finished row costs more than it saves.
+    `use_cache=False` recomputes the whole prefix at every step (the slow reference). With `ban_unk`
+    [UNK] is never chosen.
+    """
+    was_training = model.training
+    model.eval()
+    B = src.size(0)
+    limits = max_output_lengths(src, max_len_a, max_len_b, model.cfg.max_positions)
+    memory, src_mask = model.encode(src)
+    cache = model.new_cache() if use_cache else None
+    prefix = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)  # (b, t) batch rows
+    rows = torch.arange(B, device=src.device)  # original sentence of each batch row
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (b,) rows already done
+    outputs: list[list[int]] = [[] for _ in range(B)]
+    for step in range(int(limits.max())):
+        step_input = prefix[:, -1:] if use_cache else prefix
+        hidden = model.decode(step_input, memory, src_mask, cache)[:, -1]  # (b, D)
+        logits = model.project(hidden)  # (b, V)
+        if ban_unk:
+            logits[:, UNK_ID] = -math.inf
+        next_ids = logits.argmax(dim=-1)  # (b,)
+        ended = next_ids == EOS_ID
+        for row, token, skip in zip(
+            rows.tolist(), next_ids.tolist(), (finished | ended).tolist(), strict=True
+        ):
+            if not skip:
+                outputs[row].append(token)
+        finished |= ended | (limits[rows] <= step + 1)
+        n_finished = int(finished.sum())
+        if n_finished == finished.numel():
+            break
+        if 4 * n_finished >= finished.numel():
+            keep = (~finished).nonzero().squeeze(1)
+            rows, memory, src_mask = rows[keep], memory[keep], src_mask[keep]
+            next_ids, prefix, finished = next_ids[keep], prefix[keep], finished[keep]
+            if cache is not None:
+                cache = reorder_cache(cache, keep)
+        prefix = torch.cat([prefix, next_ids[:, None]], dim=1)
+    model.train(was_training)
+    return outputs
+
+
+def translate_ids(
+    model: Transformer,
+    src: torch.Tensor,
+    cfg: DecodeConfig,
+    beam: int | None = None,
+    detokenize: Callable[[list[int]], str] | None = None,
+) -> list[list[int]]:
+    """Outputs for a (B, S) batch: greedy when the beam (`beam`, else `cfg.beam`) is 1.
+
+    With `cfg.mbr`, of each sentence's `beam` best hypotheses the one with the highest total
+    chrF against the others (`translator.mbr`); `detokenize` gives their text.
+    """
+    beam = cfg.beam if beam is None else beam
+    if beam == 1:
+        return greedy_decode(model, src, cfg.max_len_a, cfg.max_len_b, ban_unk=cfg.ban_unk)
+    if not cfg.mbr:
+        return beam_search(
+            model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b, ban_unk=cfg.ban_unk
+        )
+    if detokenize is None:
+        raise ValueError("decode.mbr compares texts: translate_ids needs `detokenize`")
+    nbest = beam_search_nbest(
+        model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b, ban_unk=cfg.ban_unk
+    )
+    return [mbr_choice([h.tokens for h in hyps[:beam]], detokenize) for hyps in nbest]
+
+
+# --------------------------------------------------------------------------- beam search
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A finished beam hypothesis."""
+
+    tokens: list[int]
+    """Output ids, without [SOS]/[EOS]."""
+    log_prob: float
+    """Summed log-probability of the generated tokens, [EOS] included when it ended with one."""
+    score: float
+    """`log_prob` divided by the length penalty: what the search ranks by."""
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT's length penalty ((5 + length) / 6) ** alpha; `length` counts generated tokens."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@torch.no_grad()
+def beam_search(
+    model: Transformer,
+    src: torch.Tensor,
+    beam: int = 4,
+    alpha: float = 0.6,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    *,
+    ban_unk: bool = False,
+) -> list[list[int]]:
+    """The best beam-search output (ids, without [SOS]/[EOS]) of each sentence of a (B, S) batch."""
+    nbest = beam_search_nbest(model, src, beam, alpha, max_len_a, max_len_b, ban_unk=ban_unk)
+    return [hyps[0].tokens for hyps in nbest]
+
+
+@torch.no_grad()
+def beam_search_nbest(
+    model: Transformer,
+    src: torch.Tensor,
+    beam: int = 4,
+    alpha: float = 0.6,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    *,
+    ban_unk: bool = False,
+) -> list[list[Hypothesis]]:
+    """Every finished hypothesis of each sentence of a (B, S) batch, best first.
+
+    The sentences search together, `beam` rows each, over one cache. At each step the 2 * beam
+    best extensions of a sentence are ranked: those ending in [EOS] among the first `beam` are
+    finished, the `beam` best others live on. A sentence stops at its length budget (its live
+    hypotheses finish there too), or once it has `beam` finished hypotheses that no live one can
+    beat: a live log-probability only falls, and its length penalty is at most the budget's.
+    With `ban_unk`, no hypothesis holds [UNK].
+    """
+    assert beam >= 1
+    was_training = model.training
+    model.eval()
+    B, K, device = src.size(0), beam, src.device
+    limits = max_output_lengths(src, max_len_a, max_len_b, model.cfg.max_positions).tolist()
+    memory, src_mask = model.encode(src)
+    rows = torch.arange(B, device=device).repeat_interleave(K)
+    memory, src_mask = memory[rows], src_mask[rows]  # (B*K, S, D), (B*K, 1, 1, S)
+    cache = model.new_cache()
+    prefix = torch.full((B * K, 1), SOS_ID, dtype=torch.long, device=device)  # (n*K, t)
+    scores = torch.full((B, K), -math.inf, device=device)  # (n, K) summed log-probs
+    scores[:, 0] = 0.0  # one live row per sentence at first: the others would repeat it
+    alive = list(range(B))  # the original sentence of each of the n live sentences
+    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    for step in range(max(limits)):
+        n = len(alive)
+        hidden = model.decode(prefix[:, -1:], memory, src_mask, cache)[:, -1]  # (n*K, D)
+        logits = model.project(hidden)  # (n*K, V)
+        log_probs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
+        if ban_unk:
+            log_probs[:, UNK_ID] = -math.inf
+        V = log_probs.size(-1)
+        candidates = (scores.view(n * K, 1) + log_probs).view(n, K * V)
+        top_scores, top = candidates.topk(2 * K, dim=1)  # (n, 2K), best first
+        top_parent = torch.arange(n, device=device)[:, None] * K + top // V  # (n, 2K) rows
+        top_token = top % V
+        is_eos = top_token == EOS_ID
+        ends = is_eos[:, :K] & top_scores[:, :K].isfinite()
+        for i, c in ends.nonzero().tolist():
+            log_prob = float(top_scores[i, c])
+            tokens = prefix[top_parent[i, c], 1:].tolist()
+            finished[alive[i]].append(
+                Hypothesis(tokens, log_prob, log_prob / length_penalty(step + 1, alpha))
+            )
+        # Each row ends in [EOS] at most once, so at least K of the 2K candidates live on.
+        rank = is_eos.long() * (2 * K) + torch.arange(2 * K, device=device)
+        live = rank.argsort(dim=1)[:, :K]  # (n, K) the K best non-[EOS] candidates
+        scores = top_scores.gather(1, live)
+        parents = top_parent.gather(1, live).view(-1)  # (n*K,)
+        prefix = torch.cat([prefix[parents], top_token.gather(1, live).view(-1, 1)], dim=1)
+        best_live = scores.max(dim=1).values.tolist()
+        done = []
+        for i, b in enumerate(alive):
+            if step + 1 >= limits[b]:  # the budget: the live hypotheses finish as they are
+                _finish_live(finished[b], prefix[i * K : (i + 1) * K], scores[i], alpha)
+                done.append(True)
+            else:
+                done.append(_cannot_improve(finished[b], K, best_live[i], limits[b], alpha))
+        if all(done):
+            break
+        keep = torch.tensor([i for i, d in enumerate(done) if not d], device=device)
+        keep_rows = (keep[:, None] * K + torch.arange(K, device=device)).view(-1)
+        alive = [alive[i] for i in keep.tolist()]
+        scores, prefix = scores[keep], prefix[keep_rows]
+        memory, src_mask = memory[keep_rows], src_mask[keep_rows]
+        cache = reorder_cache(cache, parents[keep_rows])
+    model.train(was_training)
+    return [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]
+
+
+def _finish_live(
+    finished: list[Hypothesis], prefix: torch.Tensor, scores: torch.Tensor, alpha: float
+) -> None:
+    """Add a sentence's live hypotheses, (K, 1 + t) prefixes and their log-probs, to `finished`."""
+    for row, log_prob in zip(prefix.tolist(), scores.tolist(), strict=True):
+        if math.isfinite(log_prob):
+            tokens = row[1:]
+            finished.append(
+                Hypothesis(tokens, log_prob, log_prob / length_penalty(len(tokens), alpha))
+            )
+
+
+def _cannot_improve(
+    finished: list[Hypothesis], beam: int, best_live: float, limit: int, alpha: float
+) -> bool:
+    """Whether `beam` finished hypotheses score at least the best any live one could reach."""
+    if len(finished) < beam:
+        return False
+    kth_best = sorted((h.score for h in finished), reverse=True)[beam - 1]
+    return kth_best >= best_live / length_penalty(limit, alpha)

@@ -1,0 +1,310 @@
+"""Prediction: load a trained run for inference and translate text in batches.
+
+Loading a run for `translate` needs only its weights directory (checkpoint, tokenizers): no corpus,
+no `datasets`, no TensorBoard.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TextIO
+
+import torch
+from tokenizers import Tokenizer
+
+from translator.config import Config, DecodeConfig, apply_override, config_from_dict, read_yaml
+from translator.data.tokenizer import decode_ids, fingerprint, load_tokenizer
+from translator.device import resolve_device
+from translator.errors import CheckpointError, ConfigError
+from translator.inference.attention import translation_figure
+from translator.inference.decode import translate_ids
+from translator.inference.text import encode_sources, translate_texts  # noqa: F401  (encode_sources: re-exported)
+from translator.model.transformer import Transformer, build_model
+from translator.run.checkpoint import load_checkpoint
+from translator.run.paths import find_checkpoint
+from translator.specials import PAD_ID
+
+log = logging.getLogger("translator")
+
+
+# --------------------------------------------------------------------------- loading a run
+
+
+@dataclass
+class LoadedModel:
+    """A checkpoint ready to translate: its model (eval mode), config and tokenizers."""
+
+    model: Transformer
+    config: Config
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    checkpoint: Path
+    step: int
+    device: torch.device
+
+    @property
+    def max_source_tokens(self) -> int:
+        """Longest source the position table takes, in words ([SOS]/[EOS] excluded)."""
+        return self.config.model.max_positions - 2
+
+
+def load_model(checkpoint: Path, run_dir: Path, device: torch.device) -> LoadedModel:
+    """Build the checkpoint's model from its own config and the run's tokenizers."""
+    state = load_checkpoint(checkpoint, map_location="cpu")
+    try:
+        return _build_loaded(state, checkpoint, run_dir, device)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(
+            f"{checkpoint}: incomplete or foreign checkpoint ({type(exc).__name__}: {exc}); "
+            "use another checkpoint of the run"
+        ) from None
+
+
+def _build_loaded(
+    state: dict, checkpoint: Path, run_dir: Path, device: torch.device
+) -> LoadedModel:
+    config = config_from_dict(state["config"], origin=f"{checkpoint} (config)")
+    src_tok, tgt_tok = (load_run_tokenizer(run_dir, side, checkpoint) for side in ("src", "tgt"))
+    for side, tok in (("src", src_tok), ("tgt", tgt_tok)):
+        if state["tokenizers"][side] != fingerprint(tok):
+            raise CheckpointError(
+                f"{checkpoint}: its {side} vocabulary differs from "
+                f"{run_dir / f'tokenizer_{side}.json'}; the checkpoint belongs to another run"
+            )
+    model = build_model(
+        config.model,
+        src_tok.get_vocab_size(),
+        tgt_tok.get_vocab_size(),
+        shared_vocab=config.tokenizer.shared,
+    )
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        detail = str(exc).splitlines()[1].strip() if "\n" in str(exc) else str(exc)
+        raise CheckpointError(f"{checkpoint}: weights do not fit its config ({detail})") from None
+    model.to(device).eval()
+    step = int(state["progress"]["step"])
+    return LoadedModel(model, config, src_tok, tgt_tok, checkpoint, step, device)
+
+
+def load_run_tokenizer(run_dir: Path, side: str, checkpoint: Path) -> Tokenizer:
+    """The run's tokenizer for `side`, with an actionable error when it is missing or bad."""
+    path = run_dir / f"tokenizer_{side}.json"
+    if not path.is_file():
+        raise CheckpointError(
+            f"{checkpoint}: no {path.name} in {run_dir}; keep a checkpoint in its run directory "
+            "(weights/NAME/) beside the run's tokenizers"
+        )
+    try:
+        return load_tokenizer(path)
+    except Exception as exc:  # tokenizers raises plain Exceptions for a bad file
+        raise CheckpointError(f"{path}: not a readable tokenizer ({exc})") from None
+
+
+def override_config(
+    config: Config,
+    config_path: Path | None,
+    overrides: Iterable[str],
+    command: str,
+    sections: tuple[str, ...] = ("data", "decode"),
+) -> Config:
+    """The run's config with the `sections` settings of `config_path` and `--set` applied."""
+    raw = config.to_dict()
+    if config_path is not None:
+        for section, values in read_yaml(config_path).items():
+            if section in sections and values is not None:
+                if not isinstance(values, dict):
+                    raise ConfigError(f"{config_path}: section {section!r} must be a mapping")
+                raw[section].update(values)
+    for item in overrides:
+        if item.partition("=")[0].strip().split(".")[0] not in sections:
+            allowed = " and ".join(f"{s}.*" for s in sections)
+            raise ConfigError(
+                f"--set {item!r}: {command} takes only {allowed} settings; "
+                "the model and its training come from the checkpoint"
+            )
+        apply_override(raw, item)
+    return config_from_dict(raw, origin=str(config_path or "--set"))
+
+
+# --------------------------------------------------------------------------- translating
+
+
+def decode_in_batches(
+    model: Transformer,
+    sources: list[list[int]],
+    cfg: DecodeConfig,
+    device: torch.device,
+    beam: int | None = None,
+    progress: bool = False,
+    detokenize: Callable[[list[int]], str] | None = None,
+) -> list[list[int]]:
+    """Output ids for each encoder input, in input order; batches hold sentences of like length.
+
+    `detokenize` (ids to text) is needed by `decode.mbr`, which compares the hypotheses' texts.
+    """
+    from tqdm import tqdm
+
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)
+    outputs: list[list[int]] = [[] for _ in sources]
+    beam = cfg.beam if beam is None else beam
+    with tqdm(
+        total=len(sources),
+        unit="sent",
+        desc="greedy" if beam == 1 else f"beam {beam}",
+        disable=None if progress else True,
+        dynamic_ncols=True,
+        file=sys.stderr,
+    ) as bar:
+        for start in range(0, len(order), cfg.batch_size):
+            rows = order[start : start + cfg.batch_size]
+            src = torch.nn.utils.rnn.pad_sequence(
+                [torch.tensor(sources[i]) for i in rows], batch_first=True, padding_value=PAD_ID
+            ).to(device)  # (B, S)
+            outs = translate_ids(model, src, cfg, beam, detokenize)
+            for i, out in zip(rows, outs, strict=True):
+                outputs[i] = out
+            bar.update(len(rows))
+    return outputs
+
+
+def translate_sentences(
+    loaded: LoadedModel, sentences: list[str], beam: int | None = None, first_line: int = 1
+) -> list[str]:
+    """Translations in input order; an empty or blank sentence gives an empty string."""
+    return translate_texts(
+        sentences,
+        loaded.src_tokenizer,
+        loaded.tgt_tokenizer,
+        loaded.max_source_tokens,
+        lambda sources: decode_in_batches(
+            loaded.model,
+            sources,
+            loaded.config.decode,
+            loaded.device,
+            beam,
+            detokenize=partial(decode_ids, loaded.tgt_tokenizer),
+        ),
+        first_line,
+    )
+
+
+def read_chunks(stream: TextIO, size: int) -> Iterator[list[str]]:
+    """Lines of `stream` (without their newline) in lists of at most `size`."""
+    chunk: list[str] = []
+    for line in stream:
+        chunk.append(line.rstrip("\r\n"))
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def translate_command(
+    texts: list[str],
+    run: str | None,
+    checkpoint: Path | None,
+    beam: int | None,
+    overrides: list[str],
+    device_name: str | None,
+    weights_root: Path = Path("weights"),
+    attention: Path | None = None,
+    attention_layer: int | None = None,
+    attention_self: bool = False,
+) -> None:
+    """`translator translate`: the text arguments, else each line of stdin, to stdout."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    if attention is not None and not texts:
+        raise ConfigError("--attention: give the sentence as an argument, not on stdin")
+    ckpt, run_dir = find_checkpoint(run, checkpoint, weights_root)
+    loaded = load_model(ckpt, run_dir, resolve_device(device_name))
+    loaded.config = override_config(loaded.config, None, overrides, "translate", ("decode",))
+    beam = resolve_beam(beam, loaded.config)
+    print(f"using {ckpt} (step {loaded.step:,})", file=sys.stderr)
+    try:
+        if texts:
+            _print_lines(translate_sentences(loaded, texts, beam))
+        else:
+            _translate_stream(loaded, sys.stdin, beam)
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    if attention is not None:
+        for n, text in enumerate(texts, start=1):
+            path = attention if len(texts) == 1 else attention.with_stem(f"{attention.stem}-{n}")
+            save_attention(loaded, text, path, beam, attention_layer, attention_self)
+            print(f"attention maps saved to {path}", file=sys.stderr)
+
+
+def save_attention(
+    loaded: LoadedModel,
+    sentence: str,
+    path: Path,
+    beam: int | None = None,
+    layer: int | None = None,
+    self_attention: bool = False,
+) -> None:
+    """Translate `sentence` and save a figure of its attention maps to `path` (format by suffix)."""
+    cfg = loaded.config.decode
+    src_ids = encode_sources(loaded.src_tokenizer, [sentence], loaded.max_source_tokens)[0]
+    src = torch.tensor([src_ids], device=loaded.device)  # (1, S)
+    detokenize = partial(decode_ids, loaded.tgt_tokenizer)
+    output = translate_ids(loaded.model, src, cfg, beam, detokenize)[0]
+    fig = translation_figure(
+        loaded.model,
+        src_ids,
+        output,
+        loaded.src_tokenizer,
+        loaded.tgt_tokenizer,
+        cfg,
+        layer,
+        self_attention,
+    )
+    try:
+        fig.savefig(path, dpi=100)
+    except OSError as exc:
+        raise ConfigError(f"--attention {path}: cannot write ({exc.strerror or exc})") from None
+    except ValueError as exc:  # an unknown image format
+        raise ConfigError(f"--attention {path}: {exc}") from None
+
+
+def _translate_stream(loaded: LoadedModel, stream: TextIO, beam: int) -> None:
+    """One line out per line in, in order; a chunk of lines at a time (one at a terminal)."""
+    if hasattr(stream, "reconfigure"):  # lines end at \n only (as `wc -l` counts them), and a
+        stream.reconfigure(errors="replace", newline="\n")  # bad byte must not stop a long file
+    size = 1 if stream.isatty() else loaded.config.decode.batch_size * 16
+    first_line = 1
+    for chunk in read_chunks(stream, size):
+        _print_lines(translate_sentences(loaded, chunk, beam, first_line))
+        first_line += len(chunk)
+
+
+def _print_lines(lines: list[str]) -> None:
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    sys.stdout.flush()
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    """Write one line per entry (`--output`); an unwritable path is a one-line ConfigError."""
+    try:
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def resolve_beam(beam: int | None, config: Config) -> int:
+    """The `--beam` option, else the config's decode.beam; at least 1."""
+    beam = config.decode.beam if beam is None else beam
+    if beam < 1:
+        raise ConfigError(f"--beam {beam}: the beam size must be at least 1 (1 = greedy)")
+    return beam

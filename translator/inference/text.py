@@ -1,0 +1,62 @@
+"""Encoder inputs from text, without torch: shared by the PyTorch and the CTranslate2 engines."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+
+from tokenizers import Tokenizer
+
+from translator.data.tokenizer import decode_ids
+from translator.specials import EOS_ID, SOS_ID
+
+log = logging.getLogger("translator")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encode_sources(
+    tokenizer: Tokenizer, sentences: list[str], max_tokens: int, first_line: int = 1
+) -> list[list[int]]:
+    """Encoder inputs [SOS] words [EOS]; a sentence over `max_tokens` words is cut, with a warning.
+
+    Words the tokenizer does not know become [UNK].
+    """
+    # Undecodable bytes in command-line arguments arrive as lone surrogates; make them U+FFFD.
+    sentences = [_SURROGATE.sub("\ufffd", s) for s in sentences]
+    encoded = []
+    for n, enc in enumerate(tokenizer.encode_batch(sentences)):
+        ids = enc.ids
+        if len(ids) > max_tokens:
+            log.warning(
+                "warning: line %d has %d words, more than the model's maximum of %d; "
+                "only its first %d are translated",
+                first_line + n,
+                len(ids),
+                max_tokens,
+                max_tokens,
+            )
+            ids = ids[:max_tokens]
+        encoded.append([SOS_ID, *ids, EOS_ID])
+    return encoded
+
+
+def translate_texts(
+    sentences: list[str],
+    src_tokenizer: Tokenizer,
+    tgt_tokenizer: Tokenizer,
+    max_tokens: int,
+    decode: Callable[[list[list[int]]], list[list[int]]],
+    first_line: int = 1,
+) -> list[str]:
+    """Text in, text out around an engine's `decode` (encoder inputs -> output ids), in input
+    order; an empty or blank sentence gives an empty string without reaching the engine."""
+    translations = [""] * len(sentences)
+    todo = [i for i, s in enumerate(sentences) if s.strip()]
+    if not todo:
+        return translations
+    encoded = encode_sources(src_tokenizer, sentences, max_tokens, first_line)
+    outputs = decode([encoded[i] for i in todo])
+    for i, out in zip(todo, outputs, strict=True):
+        translations[i] = decode_ids(tgt_tokenizer, out)
+    return translations

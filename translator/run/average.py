@@ -1,0 +1,119 @@
+"""Checkpoint averaging: the mean of the weights of a run's last K checkpoints.
+
+Training with `train.average_last: K` keeps the newest K checkpoints of the weights as
+`step_<N>.pt` (weights only: no optimizer state) and writes `averaged.pt` at the end;
+`translator average --run NAME --last K` does the same afterwards. `translate` and `validate` use
+`averaged.pt` when it is at least as new as the run's `latest.pt`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from translator.errors import CheckpointError, ConfigError
+from translator.run.checkpoint import LATEST, load_checkpoint, save_checkpoint
+
+AVERAGED = "averaged.pt"
+_STEP_FILE = re.compile(r"step_(\d+)\.pt")
+
+
+def step_checkpoint_name(step: int) -> str:
+    return f"step_{step:08d}.pt"
+
+
+def step_checkpoints(run_dir: Path) -> list[Path]:
+    """The run's kept `step_<N>.pt` files, oldest first."""
+    found = [
+        (int(m.group(1)), p)
+        for p in run_dir.glob("step_*.pt")
+        if (m := _STEP_FILE.fullmatch(p.name))
+    ]
+    return [p for _, p in sorted(found)]
+
+
+def keep_step_checkpoint(state: dict[str, Any], run_dir: Path, keep: int) -> Path:
+    """Write the weights of `state` as step_<N>.pt, then delete all but the newest `keep`."""
+    step = int(state["progress"]["step"])
+    path = run_dir / step_checkpoint_name(step)
+    save_checkpoint(weights_only(state), path)
+    for old in step_checkpoints(run_dir)[:-keep]:
+        old.unlink(missing_ok=True)
+    return path
+
+
+def weights_only(state: dict[str, Any]) -> dict[str, Any]:
+    """`state` without its optimizer and RNG state, marked as fit for inference only."""
+    return {**state, "optimizer": {}, "rng": {}, "weights_only": True}
+
+
+def average_states(paths: list[Path]) -> dict[str, Any]:
+    """A checkpoint whose weights are the mean of those in `paths`; the rest from the newest."""
+    if not paths:
+        raise CheckpointError("no checkpoints to average")
+    states = [load_checkpoint(p) for p in paths]
+    newest = states[-1]
+    keys = newest["model"].keys()
+    for path, state in zip(paths, states, strict=True):
+        if state["model"].keys() != keys or state["tokenizers"] != newest["tokenizers"]:
+            raise CheckpointError(
+                f"{path}: a different model or vocabulary than {paths[-1]}; average checkpoints "
+                "of one run only"
+            )
+    averaged = {}
+    for key, value in newest["model"].items():
+        if value.is_floating_point():
+            total = torch.stack([s["model"][key].double() for s in states]).mean(dim=0)
+            averaged[key] = total.to(value.dtype)
+        else:
+            averaged[key] = value
+    out = weights_only({k: v for k, v in newest.items() if k not in ("format", "version")})
+    out["model"] = averaged
+    out["averaged_from"] = [p.name for p in paths]
+    return out
+
+
+def average_run(
+    run_dir: Path, last: int, output: Path | None = None, partial: bool = False
+) -> Path:
+    """Average the run's newest `last` step checkpoints into `output` (default averaged.pt);
+    with `partial`, fewer when fewer are kept."""
+    if last < 1:
+        raise ConfigError(f"--last {last}: give the number of checkpoints to average, e.g. 5")
+    kept = step_checkpoints(run_dir)
+    if not kept:
+        raise CheckpointError(
+            f"{run_dir}: no step_<N>.pt checkpoints to average; train with "
+            "--set train.average_last=K to keep the last K"
+        )
+    if len(kept) < last and not partial:
+        raise CheckpointError(
+            f"{run_dir}: --last {last} but only {len(kept)} step checkpoints are kept "
+            f"({kept[0].name} .. {kept[-1].name}); use --last {len(kept)}"
+        )
+    output = output or run_dir / AVERAGED
+    save_checkpoint(average_states(kept[-last:]), output)
+    return output
+
+
+def averaged_is_current(run_dir: Path) -> bool:
+    """Whether the run has an averaged.pt written no earlier than its latest.pt."""
+    averaged, latest = run_dir / AVERAGED, run_dir / LATEST
+    if not averaged.is_file():
+        return False
+    return not latest.is_file() or averaged.stat().st_mtime >= latest.stat().st_mtime
+
+
+def average_command(run: str, last: int, output: Path | None, weights_root: Path) -> None:
+    """`translator average`: write the run's averaged checkpoint and say where."""
+    run_dir = weights_root / run
+    if not run_dir.is_dir():
+        raise ConfigError(f"--run {run}: no directory {run_dir}")
+    kept = step_checkpoints(run_dir)[-last:]
+    path = average_run(run_dir, last, output)
+    names = ", ".join(p.name for p in kept)
+    print(f"averaged {len(kept)} checkpoints ({names}) into {path}", file=sys.stderr)

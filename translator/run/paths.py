@@ -1,0 +1,130 @@
+"""A run's directories and files, and finding a run's checkpoint to load.
+
+runs/<name>/      TensorBoard events
+weights/<name>/   config.yaml, split.json, tokenizer_{src,tgt}.json, latest.pt, best.pt
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from translator.errors import CheckpointError, ConfigError
+from translator.run.average import AVERAGED, averaged_is_current
+from translator.run.checkpoint import BEST, LATEST
+
+
+def check_run_name(name: str) -> None:
+    """A run name is one plain directory name: refuse empty names, paths and dot-names."""
+    if not name or "/" in name or name.startswith("."):
+        raise ConfigError(f"--run {name!r}: a run name is a plain directory name, e.g. cpu")
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    name: str
+    log_dir: Path
+    weights_dir: Path
+
+    @classmethod
+    def create(
+        cls, name: str, runs_root: Path = Path("runs"), weights_root: Path = Path("weights")
+    ):
+        check_run_name(name)
+        return cls(name, runs_root / name, weights_root / name)
+
+    @property
+    def config(self) -> Path:
+        return self.weights_dir / "config.yaml"
+
+    @property
+    def split(self) -> Path:
+        return self.weights_dir / "split.json"
+
+    @property
+    def encoded(self) -> Path:
+        return self.weights_dir / "encoded.npz"
+
+    @property
+    def latest(self) -> Path:
+        return self.weights_dir / LATEST
+
+    @property
+    def best(self) -> Path:
+        return self.weights_dir / BEST
+
+    def tokenizer(self, side: str) -> Path:
+        return self.weights_dir / f"tokenizer_{side}.json"
+
+    def discard_prepared(self) -> None:
+        """Remove the split, tokenizers and encoded data of an attempt that never checkpointed."""
+        if not self.weights_dir.is_dir():
+            return
+        for f in (self.split, self.encoded, self.tokenizer("src"), self.tokenizer("tgt")):
+            f.unlink(missing_ok=True)
+
+    def make(self) -> None:
+        """Create both directories, with a one-line error when that is not possible."""
+        for d in (self.log_dir, self.weights_dir):
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                probe = d / ".write-test"
+                probe.write_text("")
+                probe.unlink()
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot write to {d}: {exc.strerror}; choose another directory"
+                ) from None
+
+
+def find_checkpoint(
+    run: str | None, checkpoint: Path | None, weights_root: Path = Path("weights")
+) -> tuple[Path, Path]:
+    """The checkpoint to load and the run directory holding its tokenizers.
+
+    `--checkpoint` wins; otherwise the run's best.pt (else latest.pt); with neither option, the run
+    whose checkpoints were written last.
+    """
+    if run is not None:
+        check_run_name(run)
+        run_dir = weights_root / run
+        if not run_dir.is_dir():
+            known = ", ".join(sorted(d.name for d in _run_dirs(weights_root))) or "none"
+            raise CheckpointError(f"--run {run}: no directory {run_dir} (runs there: {known})")
+    elif checkpoint is not None:
+        run_dir = checkpoint.parent
+    else:
+        run_dir = most_recent_run(weights_root)
+    return (checkpoint or checkpoint_of_run(run_dir)), run_dir
+
+
+def checkpoint_of_run(run_dir: Path) -> Path:
+    """The run's averaged checkpoint when it is current, else its best, else its latest."""
+    if averaged_is_current(run_dir):
+        return run_dir / AVERAGED
+    for name in (BEST, LATEST):
+        if (run_dir / name).is_file():
+            return run_dir / name
+    raise CheckpointError(
+        f"{run_dir}: no {BEST} or {LATEST} yet; train the run first, or pass --checkpoint PATH"
+    )
+
+
+def most_recent_run(weights_root: Path) -> Path:
+    """The run directory under `weights_root` whose best.pt or latest.pt was written last."""
+    newest: tuple[float, Path] | None = None
+    for run_dir in _run_dirs(weights_root):
+        for name in (BEST, LATEST):
+            path = run_dir / name
+            if path.is_file() and (newest is None or path.stat().st_mtime > newest[0]):
+                newest = (path.stat().st_mtime, run_dir)
+    if newest is None:
+        raise CheckpointError(
+            f"no trained run in {weights_root}/; train one (translator train --config "
+            "configs/cpu.yaml), or choose one with --run NAME or --checkpoint PATH"
+        )
+    return newest[1]
+
+
+def _run_dirs(weights_root: Path) -> list[Path]:
+    return [d for d in weights_root.iterdir() if d.is_dir()] if weights_root.is_dir() else []

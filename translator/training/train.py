@@ -1,0 +1,149 @@
+"""`translator train`: build everything from the config, then train (or resume) a run."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from translator.config import Config, load_config, save_config
+from translator.data.prepare import prepare_data
+from translator.device import autocast_dtype, resolve_device
+from translator.errors import CheckpointError, ConfigError
+from translator.metrics import NullLogger, TensorBoardLogger
+from translator.model.transformer import build_model, count_parameters
+from translator.run.checkpoint import load_checkpoint
+from translator.run.lock import run_lock
+from translator.run.paths import RunPaths
+from translator.training.distributed import (
+    barrier,
+    current_rank,
+    init_distributed,
+    launched_by_torchrun,
+    shutdown,
+)
+from translator.training.trainer import Trainer
+
+log = logging.getLogger("translator")
+
+
+def train_command(
+    config_path: Path | None,
+    overrides: list[str],
+    run: str | None,
+    resume: str | None,
+    device_name: str | None,
+    runs_root: Path = Path("runs"),
+    weights_root: Path = Path("weights"),
+) -> Trainer:
+    """`translator train`: build everything from the config and train; resume when asked.
+
+    Under torchrun, every process runs this; rank 0 alone prepares the data, logs and saves.
+    """
+    if launched_by_torchrun():
+        init_distributed(resolve_device(device_name))
+    try:
+        return _train(config_path, overrides, run, resume, device_name, runs_root, weights_root)
+    finally:
+        shutdown()
+
+
+def _train(
+    config_path: Path | None,
+    overrides: list[str],
+    run: str | None,
+    resume: str | None,
+    device_name: str | None,
+    runs_root: Path,
+    weights_root: Path,
+) -> Trainer:
+    rank = current_rank()
+    level = logging.INFO if rank.is_main else logging.WARNING
+    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
+    if run is None and config_path is None:
+        raise ConfigError("train: give --config PATH (and/or --run NAME to resume a run)")
+    paths = RunPaths.create(run or Path(config_path).stem, runs_root, weights_root)
+    resume_path = _resume_path(resume, paths)
+    # On resume the run's own resolved config is the base; --set may still change it (max_steps).
+    base = paths.config if resume_path is not None and paths.config.is_file() else config_path
+    config = load_config(base, overrides)  # a rejected config creates nothing
+    if not rank.is_main:  # rank 0 holds the run's lock for the whole job
+        return _train_run(config, paths, resume_path, device_name)
+    paths.make()
+    with run_lock(paths.weights_dir, paths.name):
+        return _train_run(config, paths, resume_path, device_name)
+
+
+def _train_run(
+    config: Config, paths: RunPaths, resume_path: Path | None, device_name: str | None
+) -> Trainer:
+    """Prepare data, model and Trainer, then train; rank 0 holds the run's lock meanwhile."""
+    rank = current_rank()
+    if resume_path is None and paths.latest.is_file():
+        raise ConfigError(
+            f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it with "
+            f"--resume, or start another with --run NEW_NAME"
+        )
+    if resume_path is None and rank.is_main:
+        paths.discard_prepared()  # a fresh start: nothing of an earlier, failed attempt is reused
+    device = resolve_device(device_name)
+    if rank.distributed and device.type == "cuda":
+        device = torch.device("cuda", rank.local_rank)
+    torch.manual_seed(config.train.seed)
+
+    start = time.perf_counter()
+    if rank.is_main:  # tokenizers, split and encoded data are made once, then read by the others
+        data = prepare_data(config, paths)
+        save_config(config, paths.config)
+    barrier()
+    if not rank.is_main:
+        data = prepare_data(config, paths)
+    model = build_model(
+        config.model,
+        data.src_tokenizer.get_vocab_size(),
+        data.tgt_tokenizer.get_vocab_size(),
+        shared_vocab=config.tokenizer.shared,
+    )
+    if rank.rank > 0:  # same initial weights everywhere, distinct dropout streams per rank
+        torch.manual_seed(config.train.seed * 7919 + rank.rank * 104729)
+    log.info(
+        "data: %s; %s train / %s valid pairs; vocab %s src / %s tgt",
+        data.stats.summary(),
+        f"{len(data.train):,}",
+        f"{len(data.valid):,}",
+        f"{data.src_tokenizer.get_vocab_size():,}",
+        f"{data.tgt_tokenizer.get_vocab_size():,}",
+    )
+    log.info(
+        "model: %s parameters; device %s%s; precision %s; run %s (events in %s)",
+        f"{count_parameters(model):,}",
+        device.type,
+        f" x {rank.world_size} processes" if rank.distributed else "",
+        "bf16" if autocast_dtype(config.train.precision, device) else "fp32",
+        paths.name,
+        paths.log_dir,
+    )
+    logger = TensorBoardLogger(paths.log_dir) if rank.is_main else NullLogger()
+    trainer = Trainer(config, model, data, paths, device, logger)
+    if resume_path is not None:
+        trainer.load_state_dict(load_checkpoint(resume_path, map_location=device), resume_path)
+        log.info("resumed from %s at step %d", resume_path, trainer.progress.step)
+    log.info("ready to train after %.1f s", time.perf_counter() - start)
+    trainer.fit()
+    return trainer
+
+
+def _resume_path(resume: str | None, paths: RunPaths) -> Path | None:
+    if resume is None:
+        return None
+    if resume == "latest":
+        if not paths.latest.is_file():
+            raise CheckpointError(
+                f"--resume: run {paths.name!r} has no checkpoint at {paths.latest}; "
+                "start it without --resume"
+            )
+        return paths.latest
+    return Path(resume)

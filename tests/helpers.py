@@ -101,3 +101,12 @@ def start_cli(*args: str) -> subprocess.Popen:
         text=True,
         env=env,
     )
+
+
+def scalars(log_dir: Path, tag: str) -> list[tuple[int, float]]:
+    """(step, value) pairs of one scalar tag, read back from the event files."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(log_dir))
+    acc.Reload()
+    return [(e.step, e.value) for e in acc.Scalars(tag)]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 import torch
-from helpers import ROOT
+from helpers import ROOT, scalars
 
 from translator.data.prepare import prepare_data
 from translator.inference.evaluate import validate_command
@@ -31,15 +31,6 @@ def translator(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
         text=True,
         timeout=timeout,
     )
-
-
-def scalars(log_dir: Path, tag: str) -> list[tuple[int, float]]:
-    """(step, value) pairs of one scalar tag, read back from the event files."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(log_dir))
-    acc.Reload()
-    return [(e.step, e.value) for e in acc.Scalars(tag)]
 
 
 def images(log_dir: Path, tag: str) -> list:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 import random
 import re
+import statistics
 from pathlib import Path
 
 import yaml
-from helpers import ROOT
-from test_cli_train import scalars
+from helpers import ROOT, scalars
 from typer.testing import CliRunner
 
 from translator.cli import app
@@ -69,9 +69,11 @@ def test_cli_training_learns_to_reverse_and_validates_at_bleu_90(tmp_path: Path)
     # The label-smoothed loss comes close to its floor; a model that learnt nothing stays near
     # log(V) = 3.0, and one trained towards any other target cannot get this low.
     floor = smoothed_target_entropy(LABEL_SMOOTHING, len(WORDS) + SPECIALS)
+    # The median of the last five logged losses: one late spike of a single batch (seen here on
+    # an AVX2-only CPU: 0.64, 1.29, 0.64 at the floor 0.59) says nothing about what was learnt.
     losses = [v for _, v in scalars(Path("runs/reverse"), "train/loss")]
-    final = sum(losses[-3:]) / 3
-    print(f"label-smoothed loss floor {floor:.3f}; last losses {losses[-3:]}")
+    final = statistics.median(losses[-5:])
+    print(f"label-smoothed loss floor {floor:.3f}; last losses {losses[-5:]}")
     assert floor <= final + 0.02 and final < floor + 0.15, (floor, losses[-5:])
 
     # The held-out validation split (never trained on) is reversed almost perfectly.

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import ROOT
-from test_cli_train import scalars
+from helpers import ROOT, scalars
 
 from translator import device as device_module
 from translator.config import Config, TrainConfig

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-import re
 from pathlib import Path
 
 import torch
 
+from translator.cpu import CPUINFO, cpu_flags
 from translator.errors import ConfigError
 
 
@@ -49,11 +48,6 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     return None
 
 
-@functools.cache
-def cpu_has_native_bf16(cpuinfo_path: Path = Path("/proc/cpuinfo")) -> bool:
+def cpu_has_native_bf16(cpuinfo_path: Path = CPUINFO) -> bool:
     """Whether the CPU has bf16 instructions (AVX-512 BF16 or AMX), from /proc/cpuinfo on Linux."""
-    try:
-        cpuinfo = cpuinfo_path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return re.search(r"\b(avx512_bf16|amx_bf16)\b", cpuinfo) is not None
+    return bool(cpu_flags(cpuinfo_path) & {"avx512_bf16", "amx_bf16"})

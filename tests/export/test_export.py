@@ -108,6 +108,7 @@ def test_float32_export_matches_pytorch_greedy_and_int8_is_close(trained: Path) 
     assert bleu_torch > 5  # the model learned something, so the comparison means something
     assert agreement(f32, torch_out) >= 0.98
     assert abs(bleu_f32 - bleu_torch) <= 0.2
+    assert agreement(i8, f32) >= 0.85  # 0.94-0.96 over 5 seeds; 0.36-0.46 when int8 saturates
     assert abs(bleu_i8 - bleu_f32) <= 0.5
 
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from translator import device as device_module
+from translator.cpu import has_int8_dot_product
 from translator.device import autocast_dtype, cpu_has_native_bf16
 
 CPU = torch.device("cpu")
@@ -36,3 +37,17 @@ def test_native_bf16_is_read_from_the_cpu_flags(tmp_path, flags: str, expected: 
 
 def test_no_cpuinfo_means_no_native_bf16(tmp_path):
     assert cpu_has_native_bf16(tmp_path / "missing") is False
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ("fpu avx2 avx512f avx512_vnni", True),
+        ("fpu avx2 avx_vnni", True),
+        ("fpu avx2 fma", False),  # AVX2 alone: int8 products saturate in 16 bits
+    ],
+)
+def test_int8_dot_product_is_read_from_the_cpu_flags(tmp_path, flags: str, expected: bool):
+    path = tmp_path / "cpuinfo"
+    path.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    assert has_int8_dot_product(path) is expected

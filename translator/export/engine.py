@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import platform
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -18,6 +19,7 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from translator.config import Config, apply_override, config_from_dict
+from translator.cpu import has_int8_dot_product
 from translator.data.tokenizer import decode_ids, load_tokenizer
 from translator.errors import CheckpointError, ConfigError, TranslatorError
 from translator.inference.mbr import mbr_choice
@@ -33,6 +35,12 @@ CT2_BATCH = 32
 
 def import_ctranslate2() -> Any:
     """The ctranslate2 module, or a one-line error naming the command that installs it."""
+    if platform.machine().lower() in ("x86_64", "amd64") and not has_int8_dot_product():
+        # Without VNNI, CTranslate2's default int8 path on non-Intel CPUs (oneDNN) adds pairs of
+        # int8 products in 16 bits, which saturate: on an AVX2-only AMD EPYC an int8 export agreed
+        # with float32 on 38% of greedy outputs. Its MKL path agreed on 94-96% (5 tiny models).
+        # Intel CPUs take MKL anyway; a value the user exported wins.
+        os.environ.setdefault("CT2_USE_MKL", "1")
     try:
         import ctranslate2
     except ImportError:

@@ -75,6 +75,19 @@ def train(
     _run(go)
 
 
+@app.command()
+def prepare(config: ConfigOpt = None, set_: SetOpt = None) -> None:
+    """Prepare a config's data once (read, clean, split, tokenizers, encode) into a store that
+    every run on the same data and settings shares; `train` does this itself when needed."""
+
+    def go() -> None:
+        from translator.data.prepare import prepare_command
+
+        prepare_command(config, set_ or [])
+
+    _run(go)
+
+
 ModelRunOpt = Annotated[
     str | None,
     typer.Option("--run", help="Run to use (default: the one trained last under --weights-dir)."),

@@ -14,8 +14,8 @@ from helpers import make_pairs, write_jsonl
 
 from translator.config import DataConfig
 from translator.data.batching import BilingualDataset, TokenBatchSampler, collate
+from translator.data.build import encode_pairs
 from translator.data.clean import FilterStats, clean_pairs, split_indices
-from translator.data.prepare import encode_pairs
 from translator.data.read import read_local_pairs, read_pairs
 from translator.data.tokenizer import train_tokenizer
 from translator.errors import DataError
@@ -243,8 +243,15 @@ def varied_dataset(n: int = 2000, seed: int = 0) -> BilingualDataset:
     )
 
 
+class ListSampler(TokenBatchSampler):
+    """The sampler with its batches as lists, to compare with ==."""
+
+    def batches(self, epoch: int) -> list[list[int]]:  # type: ignore[override]
+        return [b.tolist() for b in super().batches(epoch)]
+
+
 def sampler_for(ds: BilingualDataset, batch_tokens: int, seed: int = 0, shuffle: bool = True):
-    return TokenBatchSampler(ds.src_lengths(), ds.tgt_lengths(), batch_tokens, seed, shuffle)
+    return ListSampler(ds.src_lengths(), ds.tgt_lengths(), batch_tokens, seed, shuffle)
 
 
 @pytest.mark.parametrize("batch_tokens", [64, 300, 1024])

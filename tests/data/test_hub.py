@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from translator.cli import app
 from translator.config import DataConfig
-from translator.data.read import read_hub_pairs, read_pairs
+from translator.data.hub import read_hub_pairs
+from translator.data.read import read_pairs
 from translator.errors import DataError
 
 README = """---

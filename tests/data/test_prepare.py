@@ -1,5 +1,5 @@
-"""Prepared data (data/prepare.py): the recorded split, reused tokenizers, and the encoded-data
-cache in the run directory."""
+"""Prepared data (data/prepare.py): the store found again by later runs and resumes, the recorded
+split, tokenizers that learn nothing from the validation split."""
 
 from __future__ import annotations
 
@@ -13,28 +13,37 @@ import torch
 from helpers import make_pairs, write_jsonl
 
 from translator.config import Config
-from translator.data.prepare import _cache_key, load_encoded, prepare_data
+from translator.data.prepare import prepare_data
 from translator.errors import DataError
 from translator.model.transformer import build_model
 from translator.run.paths import RunPaths
 from translator.specials import UNK_ID
 
 
-def test_cache_reproduces_the_prepared_data(tiny_config: Config) -> None:
+def test_a_second_run_finds_the_store_and_a_resume_reads_no_corpus(
+    tiny_config: Config,
+) -> None:
     paths = RunPaths.create("r")
     paths.make()
     fresh = prepare_data(tiny_config, paths)
-    assert paths.encoded.is_file()
-    cached = load_encoded(paths, _cache_key(tiny_config))
-    assert cached is not None
-    assert cached.train.src_ids == fresh.train.src_ids
-    assert cached.train.tgt_ids == fresh.train.tgt_ids
-    assert cached.valid.tgt_ids == fresh.valid.tgt_ids
-    assert cached.valid_pairs == fresh.valid_pairs
-    assert cached.stats == fresh.stats
+    assert fresh.store is not None and paths.store_record.is_file()
+    other = RunPaths.create("other")
+    other.make()
+    again = prepare_data(tiny_config, other)  # same data and settings: the same store
+    assert again.store == fresh.store
+    corpus = Path(tiny_config.data.source)
+    corpus.rename(corpus.with_suffix(".moved"))  # a resume needs only the store
+    resumed = prepare_data(tiny_config, paths)
+    for data in (again, resumed):
+        assert data.train.src_ids == fresh.train.src_ids
+        assert data.train.tgt_ids == fresh.train.tgt_ids
+        assert data.valid.tgt_ids == fresh.valid.tgt_ids
+        assert data.valid_pairs == fresh.valid_pairs
+        assert data.stats == fresh.stats
+    assert (paths.tokenizer("src")).read_text() == (fresh.store / "tokenizer_src.json").read_text()
 
 
-def test_changed_corpus_invalidates_cache_and_is_reported(tiny_config: Config) -> None:
+def test_changed_corpus_is_reported(tiny_config: Config) -> None:
     paths = RunPaths.create("r")
     paths.make()
     prepare_data(tiny_config, paths)
@@ -42,7 +51,6 @@ def test_changed_corpus_invalidates_cache_and_is_reported(tiny_config: Config) -
     corpus = Path(tiny_config.data.source)
     with corpus.open("a") as f:
         f.write(json.dumps({"id": "x", "translation": {"en": "new one", "it": "nuovo uno"}}) + "\n")
-    assert load_encoded(paths, _cache_key(tiny_config)) is None
     with pytest.raises(DataError, match="the data changed"):
         prepare_data(tiny_config, paths)
     assert json.loads(paths.split.read_text()) == split  # the recorded split is kept

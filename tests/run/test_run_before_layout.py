@@ -40,5 +40,9 @@ def test_old_run_resumes(old_run: Path) -> None:
     done = cli(old_run, "train", "--run", "old", "--resume", "--set", "train.max_steps=24")
     assert done.returncode == 0, done.stderr
     assert "resumed from" in done.stderr and "at step 20" in done.stderr, done.stderr
+    # encoded.npz is an earlier version's cache: the data is prepared into a store, once, from
+    # the run's own split and tokenizers (their fingerprints are checked against the checkpoint)
+    assert "prepared by an earlier version (encoded.npz)" in done.stderr
+    assert (old_run / "weights" / "old" / "store.json").is_file()
     state = torch.load(old_run / "weights" / "old" / "latest.pt", weights_only=False)
     assert state["progress"]["step"] == 24

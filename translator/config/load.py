@@ -174,7 +174,28 @@ def _coerce(value: Any, hint: Any, key: str, origin: str) -> Any:
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        return _coerce(value, inner[0], key, origin)
+        if len(inner) == 1:
+            return _coerce(value, inner[0], key, origin)
+        for option in inner:  # the first alternative that fits, e.g. a string or a list
+            try:
+                return _coerce(value, option, key, origin)
+            except ConfigError:
+                continue
+        names = " or ".join(_type_name(a) for a in inner)
+        raise ConfigError(f"{origin}: {key} must be {names}, got {value!r}")
+    if origin_type is list:
+        if not isinstance(value, list) or not value:
+            raise ConfigError(f"{origin}: {key} must be a non-empty list, got {value!r}")
+        (item,) = typing.get_args(hint)
+        return [_coerce(v, item, f"{key}[{n}]", origin) for n, v in enumerate(value)]
+    if origin_type is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{origin}: {key} must be a mapping, got {value!r}")
+        k_hint, v_hint = typing.get_args(hint)
+        return {
+            _coerce(k, k_hint, key, origin): _coerce(v, v_hint, f"{key}.{k}", origin)
+            for k, v in value.items()
+        }
     if origin_type is Literal:
         choices = typing.get_args(hint)
         if value not in choices:
@@ -199,6 +220,10 @@ def _coerce(value: Any, hint: Any, key: str, origin: str) -> Any:
 
 
 def _type_name(hint: Any) -> str:
+    if typing.get_origin(hint) is list:
+        return "a list"
+    if typing.get_origin(hint) is dict:
+        return "a mapping"
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
         hint, str(hint)
     )

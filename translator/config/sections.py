@@ -11,8 +11,12 @@ from translator.errors import ConfigError
 
 @dataclass(frozen=True)
 class DataConfig:
-    source: str = "opus_books"
-    """A hub dataset name (read with `datasets.load_dataset`) or a .jsonl/.parquet/.tsv path."""
+    source: str | dict[str, str] | list[str | dict[str, str]] = "opus_books"
+    """Where the pairs come from: a hub dataset name (read with `datasets.load_dataset`); a
+    .jsonl / .parquet / .tsv file; a Moses-format pair of files, given as their common prefix
+    (`OpenSubtitles.en-it` for `OpenSubtitles.en-it.en` + `OpenSubtitles.en-it.it`) or as a
+    mapping `{en: FILE, it: FILE}`; any file may be gzipped (`.gz`). A list of these reads them
+    all, in order, each counted in the data summary."""
     hub_config: str | None = None
     """The hub dataset's configuration; default `<lang_src>-<lang_tgt>`, e.g. `en-it`."""
     lang_src: str = "en"
@@ -38,9 +42,25 @@ class DataConfig:
     training split is augmented; the tokenizers are trained before."""
     cache_dir: str | None = None
     """Where the `datasets` library caches downloads; default ~/.cache/translator/datasets."""
+    store_dir: str | None = None
+    """Where prepared stores live (`translator prepare`): token ids on disk, found by a key of
+    their sources and settings, so runs on the same data prepare once. Default
+    ~/.cache/translator/stores; point it at a shared filesystem for several machines."""
+    workers: int | None = None
+    """Processes that read and clean the corpus in `prepare`; null: one per CPU core."""
+
+    def sources(self) -> list[str | dict[str, str]]:
+        """`source` as a list of entries."""
+        return list(self.source) if isinstance(self.source, list) else [self.source]
 
     def validate(self) -> None:
-        _positive(self, "data", "valid_size", "max_len")
+        _positive(self, "data", "valid_size", "max_len", "workers")
+        for entry in self.sources():
+            if isinstance(entry, dict) and set(entry) != {self.lang_src, self.lang_tgt}:
+                raise ConfigError(
+                    f"data.source {entry}: a Moses pair names one file per language, "
+                    f"{{{self.lang_src}: FILE, {self.lang_tgt}: FILE}}"
+                )
         if self.swap_names < 0:
             raise ConfigError(f"data.swap_names must be 0 or more, got {self.swap_names}")
         if self.lang_src == self.lang_tgt:
@@ -64,9 +84,12 @@ class TokenizerConfig:
     shared: bool = False
     """One vocabulary for both languages, trained on both sides; the encoder's and decoder's
     embeddings and the output layer then share one matrix."""
+    train_sample: int | None = 1_000_000
+    """Train the tokenizers on a seeded sample of at most this many training pairs (all of them
+    when there are fewer); null: on every training pair, however many."""
 
     def validate(self) -> None:
-        _positive(self, "tokenizer", "min_freq", "max_vocab", "vocab_size")
+        _positive(self, "tokenizer", "min_freq", "max_vocab", "vocab_size", "train_sample")
         if self.vocab_size and self.max_vocab and self.vocab_size != self.max_vocab:
             raise ConfigError(
                 f"tokenizer.vocab_size ({self.vocab_size}) and tokenizer.max_vocab "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -28,7 +28,7 @@ def _is_capitalised(word: str) -> bool:
     return word[0].isupper() and word[1:].islower()
 
 
-def name_inventory(pairs: Sequence[Pair]) -> list[str]:
+def name_inventory(pairs: Iterable[Pair]) -> list[str]:
     """Words used as names on the source side, in order of first appearance.
 
     A name is capitalised (`Tom`, not `TOM` or `tom`), written so at least once where no sentence
@@ -62,14 +62,19 @@ def swap_names(pairs: Sequence[Pair], copies: int, seed: int) -> list[Pair]:
     Every copied name in a pair gets its own replacement, the same one on both sides, matched as
     a whole word. Deterministic for a given seed and input.
     """
+    return list(iter_swapped(pairs, copies, seed))
+
+
+def iter_swapped(pairs: Iterable[Pair], copies: int, seed: int) -> Iterator[Pair]:
+    """The pairs of `swap_names`, one at a time. `pairs` is read twice (names, then swaps), so it
+    may be a re-readable stream of a corpus on disk."""
     if copies <= 0:
-        return []
+        return
     names = name_inventory(pairs)
     if len(names) < 2:
-        return []
+        return
     known = set(names)
     rng = np.random.default_rng(seed)
-    out: list[Pair] = []
     for src, tgt in pairs:
         tgt_words = set(_WORD.findall(tgt))
         found = sorted({w for w in _NAME.findall(src) if w in known and w in tgt_words})
@@ -78,8 +83,7 @@ def swap_names(pairs: Sequence[Pair], copies: int, seed: int) -> list[Pair]:
         pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, found)) + r")\b")
         for _ in range(copies):
             new = {w: names[int(rng.integers(len(names)))] for w in found}
-            out.append((_replace(pattern, new, src), _replace(pattern, new, tgt)))
-    return out
+            yield _replace(pattern, new, src), _replace(pattern, new, tgt)
 
 
 def _replace(pattern: re.Pattern[str], new: dict[str, str], text: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,14 +11,56 @@ import torch
 from translator.specials import EOS_ID, PAD_ID, SOS_ID
 
 
+class Sequences:
+    """Token sequences stored flat: `ids` (1-D) and `offsets` (n + 1), in memory or memory-mapped
+    from a prepared store. Sequence i is ids[offsets[i]:offsets[i + 1]]."""
+
+    def __init__(
+        self, ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray | None = None
+    ) -> None:
+        assert offsets.ndim == 1 and len(offsets) >= 1
+        self.ids, self.offsets = ids, offsets
+        self._lengths = lengths
+
+    @classmethod
+    def from_lists(cls, seqs: Sequence[Sequence[int]]) -> Sequences:
+        lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        ids = np.fromiter((i for s in seqs for i in s), dtype=np.int32, count=int(offsets[-1]))
+        return cls(ids, offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> list[int]:
+        return self.ids[self.offsets[i] : self.offsets[i + 1]].tolist()
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return (self[i] for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequences | list):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def lengths(self) -> np.ndarray:
+        """Each sequence's length (the store's uint16 array when it has one)."""
+        return self._lengths if self._lengths is not None else np.diff(self.offsets)
+
+
 class BilingualDataset:
     """Encoded pairs; item i: encoder input [SOS] src [EOS], decoder input [SOS] tgt, label
-    tgt [EOS]."""
+    tgt [EOS]. The ids are lists, or flat arrays (`Sequences`) mapped from a prepared store."""
 
-    def __init__(self, src_ids: list[list[int]], tgt_ids: list[list[int]]) -> None:
+    def __init__(
+        self,
+        src_ids: Sequences | Sequence[Sequence[int]],
+        tgt_ids: Sequences | Sequence[Sequence[int]],
+    ) -> None:
         assert len(src_ids) == len(tgt_ids)
-        self.src_ids = src_ids
-        self.tgt_ids = tgt_ids
+        self.src_ids = src_ids if isinstance(src_ids, Sequences) else Sequences.from_lists(src_ids)
+        self.tgt_ids = tgt_ids if isinstance(tgt_ids, Sequences) else Sequences.from_lists(tgt_ids)
 
     def __len__(self) -> int:
         return len(self.src_ids)
@@ -33,11 +75,11 @@ class BilingualDataset:
 
     def src_lengths(self) -> np.ndarray:
         """Encoder input lengths (specials included)."""
-        return np.fromiter((len(s) + 2 for s in self.src_ids), dtype=np.int64, count=len(self))
+        return self.src_ids.lengths() + 2
 
     def tgt_lengths(self) -> np.ndarray:
         """Decoder input lengths (specials included)."""
-        return np.fromiter((len(t) + 1 for t in self.tgt_ids), dtype=np.int64, count=len(self))
+        return self.tgt_ids.lengths() + 1
 
 
 @dataclass
@@ -103,23 +145,24 @@ class TokenBatchSampler:
         self.seed = seed
         self.shuffle = shuffle
 
-    def batches(self, epoch: int) -> list[list[int]]:
-        """The list of index batches for `epoch`."""
+    def batches(self, epoch: int) -> list[np.ndarray]:
+        """The index batches for `epoch`: int32 arrays, views of one array of the epoch's order
+        (a few bytes per example, however large the corpus)."""
         rng = np.random.default_rng([self.seed, epoch])
         n = len(self.src_lengths)
         order = rng.permutation(n) if self.shuffle else np.arange(n)
         # stable sort by target length, then source length: ties keep the random order
         order = order[np.lexsort((self.src_lengths[order], self.tgt_lengths[order]))]
-        batches, current, longest = [], [], 0
-        for i in order.tolist():
-            length = max(self.src_lengths[i], self.tgt_lengths[i])
-            if current and (len(current) + 1) * max(longest, length) > self.batch_tokens:
-                batches.append(current)
-                current, longest = [], 0
-            current.append(i)
+        order = order.astype(np.int32, copy=False) if n < 2**31 else order
+        longest_of = np.maximum(self.src_lengths[order], self.tgt_lengths[order]).tolist()
+        bounds, start, longest = [], 0, 0
+        for k, length in enumerate(longest_of):
+            if k > start and (k - start + 1) * max(longest, length) > self.batch_tokens:
+                bounds.append(k)
+                start, longest = k, 0
             longest = max(longest, length)
-        if current:
-            batches.append(current)
+        del longest_of
+        batches = np.split(order, bounds) if n else []
         if self.shuffle:
             batches = [batches[j] for j in rng.permutation(len(batches))]
         return batches

@@ -1,9 +1,16 @@
-"""Cleaning: normalise, drop empty and duplicate pairs (counted), and the seeded split."""
+"""Cleaning: normalise, drop empty pairs, find duplicates by hash (counted), and the seeded split.
+
+`clean_chunk` is the unit of work: a chunk of pairs in, the cleaned pairs and a 64-bit hash of
+each out. `prepare` runs it in a pool of processes over a stream of chunks and deduplicates the
+hashes with numpy, so memory grows by bytes per pair, not by the text; `clean_pairs` does the
+same on a list, for small corpora and tests.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,14 +29,92 @@ class FilterStats:
     duplicate: int = 0
     too_long: int = 0
     name_swapped: int = 0
+    per_source: list[tuple[str, int]] = field(default_factory=list)
+    """Pairs read from each entry of data.source, when there are several."""
 
     def summary(self) -> str:
         swapped = f"; {self.name_swapped:,} name-swapped pairs added" if self.name_swapped else ""
+        each = ""
+        if len(self.per_source) > 1:
+            each = " (" + ", ".join(f"{name} {n:,}" for name, n in self.per_source) + ")"
         return (
-            f"{self.read:,} pairs read; dropped {self.empty:,} with an empty side, "
+            f"{self.read:,} pairs read{each}; dropped {self.empty:,} with an empty side, "
             f"{self.duplicate:,} duplicates, {self.too_long:,} too long; "
             f"{self.normalized:,} changed by normalisation{swapped}"
         )
+
+
+@dataclass
+class CleanedChunk:
+    """The non-empty pairs of a chunk, cleaned, with their hashes and the chunk's counts."""
+
+    pairs: list[Pair]
+    hashes: np.ndarray
+    """uint64, one per pair of `pairs`: equal pairs have equal hashes."""
+    normalized: int
+    empty: int
+
+
+@dataclass(frozen=True)
+class Cleaner:
+    """What cleaning needs to know: the normalisation, and the accent lexicon when used."""
+
+    normalize: str = "nfc"
+    lexicon_side: int | None = None
+    """The side whose accents are restored (the Italian one), or None."""
+    lexicon: dict[str, int] | None = None
+
+
+def make_cleaner(cfg: DataConfig, pairs: Iterable[Pair] = ()) -> Cleaner:
+    """The Cleaner for `cfg`; with `data.restore_accents`, its lexicon is counted from the Italian
+    side of `pairs` (the whole corpus, read once more for it)."""
+    side = italian_side(cfg)
+    if not cfg.restore_accents or side is None:
+        return Cleaner(cfg.normalize)
+    texts = (nfc(p[side]) if cfg.normalize == "nfc" else p[side] for p in pairs)
+    return Cleaner(cfg.normalize, side, accent_lexicon(texts))
+
+
+def italian_side(cfg: DataConfig) -> int | None:
+    """0 or 1: the side in Italian, whose accents `data.restore_accents` restores; else None."""
+    return next((i for i, lang in enumerate((cfg.lang_src, cfg.lang_tgt)) if lang == "it"), None)
+
+
+def clean_chunk(pairs: Sequence[Pair], cleaner: Cleaner) -> CleanedChunk:
+    """Normalise (`data.normalize`, `data.restore_accents`, single spaces) and drop pairs with an
+    empty side; hash the rest."""
+    out: list[Pair] = []
+    digests = bytearray()
+    normalized = empty = 0
+    for pair in pairs:
+        src, tgt = normalize_pair(pair, cleaner)
+        normalized += (src, tgt) != pair
+        src, tgt = " ".join(src.split()), " ".join(tgt.split())
+        if not src or not tgt:
+            empty += 1
+            continue
+        out.append((src, tgt))
+        key = f"{len(src)}:{src}{tgt}".encode("utf-8", "surrogatepass")
+        digests += hashlib.blake2b(key, digest_size=8).digest()
+    hashes = np.frombuffer(bytes(digests), dtype=np.uint64)
+    return CleanedChunk(out, hashes, normalized, empty)
+
+
+def normalize_pair(pair: Pair, cleaner: Cleaner) -> Pair:
+    """Both sides in Unicode NFC, and one side's apostrophe-written accents restored."""
+    src, tgt = (nfc(pair[0]), nfc(pair[1])) if cleaner.normalize == "nfc" else pair
+    if cleaner.lexicon_side == 0:
+        src = restore_accents(src, cleaner.lexicon)
+    elif cleaner.lexicon_side == 1:
+        tgt = restore_accents(tgt, cleaner.lexicon)
+    return src, tgt
+
+
+def first_occurrences(hashes: np.ndarray) -> np.ndarray:
+    """A mask of the pairs whose hash was not seen earlier: deduplication, in bytes per pair."""
+    keep = np.zeros(len(hashes), dtype=bool)
+    keep[np.unique(hashes, return_index=True)[1]] = True
+    return keep
 
 
 def clean_pairs(
@@ -38,44 +123,30 @@ def clean_pairs(
     """Normalise (whitespace, `data.normalize`, `data.restore_accents`); drop pairs with an empty
     side and (with `data.dedup`) exact duplicates."""
     cfg = cfg or DataConfig()
+    chunk = clean_chunk(pairs, make_cleaner(cfg, pairs))
     stats.read = len(pairs)
-    normalized = normalize_pairs(pairs, cfg)
-    stats.normalized = sum(a != b for a, b in zip(pairs, normalized, strict=True))
-    seen: set[Pair] = set()
-    out = []
-    for src, tgt in normalized:
-        pair = (" ".join(src.split()), " ".join(tgt.split()))
-        if not pair[0] or not pair[1]:
-            stats.empty += 1
-        elif cfg.dedup and pair in seen:
-            stats.duplicate += 1
-        else:
-            seen.add(pair)
-            out.append(pair)
-    return out
+    stats.normalized, stats.empty = chunk.normalized, chunk.empty
+    keep = first_occurrences(chunk.hashes) if cfg.dedup else np.ones(len(chunk.pairs), bool)
+    stats.duplicate = int((~keep).sum())
+    return [pair for pair, kept in zip(chunk.pairs, keep.tolist(), strict=True) if kept]
 
 
 def normalize_pairs(pairs: Sequence[Pair], cfg: DataConfig) -> list[Pair]:
     """Both sides in Unicode NFC (`data.normalize`), and the Italian side's apostrophe-written
     accents restored (`data.restore_accents`), with a lexicon of accented words from the corpus."""
-    out = [(nfc(s), nfc(t)) for s, t in pairs] if cfg.normalize == "nfc" else list(pairs)
-    if cfg.restore_accents:
-        for side, lang in enumerate((cfg.lang_src, cfg.lang_tgt)):
-            if lang != "it":
-                continue
-            lexicon = accent_lexicon(pair[side] for pair in out)
-            for n, pair in enumerate(out):
-                fixed = restore_accents(pair[side], lexicon)
-                if fixed != pair[side]:
-                    out[n] = (fixed, pair[1]) if side == 0 else (pair[0], fixed)
-    return out
+    cleaner = make_cleaner(cfg, pairs)
+    return [normalize_pair(pair, cleaner) for pair in pairs]
 
 
 def split_indices(n: int, valid_size: int, seed: int) -> tuple[list[int], list[int]]:
     """A seeded train/validation split of range(n); validation keeps at most half the data."""
+    train, valid = split_mask(n, valid_size, seed)
+    return np.flatnonzero(train).tolist(), np.flatnonzero(valid).tolist()
+
+
+def split_mask(n: int, valid_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The same split as boolean masks over range(n): a byte per pair, no lists of indices."""
     valid_size = min(valid_size, n // 2)
-    order = np.random.default_rng(seed).permutation(n)
-    return sorted(order[valid_size:].tolist()), sorted(order[:valid_size].tolist())
-
-
-# --------------------------------------------------------------------------- dataset, batches
+    valid = np.zeros(n, dtype=bool)
+    valid[np.random.default_rng(seed).permutation(n)[:valid_size]] = True
+    return ~valid, valid

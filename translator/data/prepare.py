@@ -1,23 +1,33 @@
-"""The data a run prepares once and reuses: split, tokenizers, encoded pairs (encoded.npz)."""
+"""Preparing a corpus once: read -> clean -> deduplicate -> split -> tokenizers -> encode -> store.
+
+`translator prepare` runs it, and `train` when its data is not prepared yet. Each phase streams:
+the cleaned text goes to a temporary file, duplicates are found by 64-bit hashes, the split is a
+mask, the tokenizers learn from a stream (or a seeded sample), and pairs are encoded in chunks by
+the tokenizers library's parallel batch encoder, straight into the store's flat arrays. Memory
+grows by a few bytes per pair, not with the text.
+
+A run records the store it trains on (weights/NAME/store.json), with copies of its tokenizers and
+its split beside it, so `translate` needs no store and a resume reads no corpus.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 from tokenizers import Tokenizer
 
-from translator.config import Config, TokenizerConfig
-from translator.data.augment import swap_names
+from translator.config import Config
 from translator.data.batching import BilingualDataset
-from translator.data.clean import FilterStats, clean_pairs, split_indices
-from translator.data.read import Pair, read_pairs
-from translator.data.tokenizer import load_tokenizer, save_tokenizer, train_tokenizer
+from translator.data.build import prepare_store
+from translator.data.clean import FilterStats
+from translator.data.read import Pair
+from translator.data.store import Given, Store, config_ident, open_store
+from translator.data.tokenizer import load_tokenizer
 from translator.errors import DataError
 from translator.run.paths import RunPaths
 
@@ -33,162 +43,118 @@ class PreparedData:
     valid_pairs: list[Pair]
     """The raw text of each validation example, aligned with `valid`."""
     stats: FilterStats
+    store: Path | None = None
+    """The prepared store the datasets are mapped from."""
 
 
 def prepare_data(config: Config, paths: RunPaths) -> PreparedData:
-    """Read, clean and split the corpus; train (or reuse) the tokenizers; encode and filter.
+    """The run's data: from the store it recorded (a resume reads no corpus), else prepared now
+    (keeping the split and tokenizers the run already has) and recorded."""
+    store = _recorded_store(config, paths)
+    if store is None:
+        given = _given(paths)
+        if paths.encoded.is_file():
+            log.info(
+                "run %s was prepared by an earlier version (encoded.npz): preparing its data "
+                "store once, from its own split and tokenizers",
+                paths.name,
+            )
+        store = prepare_store(config, given)
+        _record(paths, store)
+    return load_prepared(store)
 
-    The result is cached in the run directory (encoded.npz) and reused while the corpus file and
-    the data settings are unchanged, so a resumed run starts without re-reading the corpus.
-    """
-    key = _cache_key(config)
-    cached = load_encoded(paths, key)
-    if cached is not None:
-        return cached
-    stats = FilterStats()
-    pairs = clean_pairs(read_pairs(config.data), stats, config.data)
-    train_idx, valid_idx = load_or_make_split(paths.split, len(pairs), config)
-    train_pairs = [pairs[i] for i in train_idx]
-    valid_pairs = [pairs[i] for i in valid_idx]
 
+def load_prepared(store: Store) -> PreparedData:
+    """The datasets of `store`, memory-mapped, with its tokenizers and validation text."""
+    src_tok, tgt_tok = store.tokenizers()
+    return PreparedData(
+        src_tok,
+        tgt_tok,
+        store.dataset("train"),
+        store.dataset("valid"),
+        store.valid_pairs(),
+        store.stats(),
+        store.path,
+    )
+
+
+def _recorded_store(config: Config, paths: RunPaths) -> Store | None:
+    """The store recorded by the run, if it is still there and still fits the config."""
+    if not paths.store_record.is_file():
+        return None
+    record = json.loads(paths.store_record.read_text(encoding="utf-8"))
+    store = open_store(Path(record["path"]), record["key"])
+    if store is None:
+        log.info("the run's prepared store %s is gone: preparing it again", record["path"])
+        return None
+    try:
+        ident = config_ident(config)
+    except DataError as exc:  # a source moved away: the store holds all the run needs
+        log.warning("%s; the run goes on with its prepared store %s", exc, store.path)
+        return store
+    recorded = store.meta["ident"]
+    if ident["sources"] != recorded["sources"]:
+        raise DataError(
+            f"data.source: the corpus files differ (size or time) from those run {paths.name!r} "
+            f"was prepared from ({store.path}); the data changed since the run started "
+            "(start a new --run)"
+        )
+    return store if ident == recorded else None  # other settings: prepare again, same split
+
+
+def _given(paths: RunPaths) -> Given:
+    """The run's own tokenizers and split, when it has them (a resume, an earlier version's run,
+    an export being validated)."""
+    tokenizers = None
     if paths.tokenizer("src").is_file() and paths.tokenizer("tgt").is_file():
-        src_tok, tgt_tok = (
+        tokenizers = (
             load_tokenizer(paths.tokenizer("src")),
             load_tokenizer(paths.tokenizer("tgt")),
         )
-    else:
-        src_tok, tgt_tok = train_tokenizers(train_pairs, config.tokenizer)
-        save_tokenizer(src_tok, paths.tokenizer("src"))
-        save_tokenizer(tgt_tok, paths.tokenizer("tgt"))
-
-    swapped = swap_names(train_pairs, config.data.swap_names, config.train.seed)
-    train_ds, kept_train = encode_pairs(
-        train_pairs + swapped, src_tok, tgt_tok, config.data.max_len, stats
-    )
-    # Swapped pairs are extras: one dropped as too long is no line of the user's data lost.
-    stats.name_swapped = sum(i >= len(train_pairs) for i in kept_train)
-    stats.too_long -= len(swapped) - stats.name_swapped
-    valid_ds, kept = encode_pairs(valid_pairs, src_tok, tgt_tok, config.data.max_len, stats)
-    if len(train_ds) == 0:
-        raise DataError(
-            f"data.source {config.data.source}: no training pairs left after filtering "
-            f"({stats.summary()}); check data.lang_src/lang_tgt and data.max_len"
-        )
-    data = PreparedData(src_tok, tgt_tok, train_ds, valid_ds, [valid_pairs[i] for i in kept], stats)
-    save_encoded(paths, key, data)
-    return data
+    if not paths.split.is_file():
+        return Given(tokenizers)
+    record = json.loads(paths.split.read_text(encoding="utf-8"))
+    return Given(tokenizers, [int(i) for i in record["valid"]], int(record["n_pairs"]))
 
 
-def train_tokenizers(pairs: list[Pair], cfg: TokenizerConfig) -> tuple[Tokenizer, Tokenizer]:
-    """The source and target tokenizers, trained on `pairs` (the training split only); with
-    `shared`, one tokenizer trained on both sides serves as both."""
-    if cfg.shared:
-        both = train_tokenizer(
-            (text for pair in pairs for text in pair), cfg.min_freq, cfg.size, cfg.kind
-        )
-        return both, both
-    return tuple(  # type: ignore[return-value]
-        train_tokenizer((pair[side] for pair in pairs), cfg.min_freq, cfg.size, cfg.kind)
-        for side in (0, 1)
-    )
+def _record(paths: RunPaths, store: Store) -> None:
+    """Note the store in the run directory, beside copies of its tokenizers and split."""
+    if not paths.weights_dir.is_dir():
+        return
+    for side in ("src", "tgt"):
+        if not paths.tokenizer(side).is_file():
+            shutil.copy(store.path / f"tokenizer_{side}.json", paths.tokenizer(side))
+    if not paths.split.is_file():
+        n_pairs = store.meta["n_pairs"]
+        record = {"n_pairs": n_pairs, "seed": store.meta["ident"]["seed"]}
+        _write_json(paths.split, {**record, "valid": store.valid_positions()})
+    _write_json(paths.store_record, {"path": str(store.path.resolve()), "key": store.meta["key"]})
 
 
-def _cache_key(config: Config) -> str:
-    """Identifies the prepared data: data and tokenizer settings, seed, corpus file stat."""
-    source = Path(config.data.source).expanduser()
-    stat = source.stat() if source.is_file() else None
-    ident = {
-        "data": dataclasses.asdict(config.data),
-        "tokenizer": dataclasses.asdict(config.tokenizer),
-        "seed": config.train.seed,
-        "file": [str(source.resolve()), stat.st_size, stat.st_mtime_ns] if stat else None,
-    }
-    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
-
-
-def save_encoded(paths: RunPaths, key: str, data: PreparedData) -> None:
-    """Cache the encoded datasets and validation text as flat arrays (no pickle)."""
-    arrays: dict[str, np.ndarray] = {"key": np.array(key)}
-    for split, ds in (("train", data.train), ("valid", data.valid)):
-        for side, seqs in (("src", ds.src_ids), ("tgt", ds.tgt_ids)):
-            arrays[f"{split}_{side}_ids"] = np.fromiter(
-                (i for seq in seqs for i in seq), dtype=np.int32
-            )
-            arrays[f"{split}_{side}_len"] = np.array([len(q) for q in seqs], dtype=np.int32)
-    arrays["valid_text"] = np.array([t for pair in data.valid_pairs for t in pair], dtype=str)
-    arrays["stats"] = np.array(dataclasses.astuple(data.stats), dtype=np.int64)
-    tmp = paths.encoded.with_name(".encoded.tmp.npz")
-    np.savez(tmp, **arrays)
-    tmp.replace(paths.encoded)
-
-
-def load_encoded(paths: RunPaths, key: str) -> PreparedData | None:
-    """The cached prepared data, or None when missing, stale or unreadable."""
-    files = (paths.encoded, paths.tokenizer("src"), paths.tokenizer("tgt"))
-    if not all(f.is_file() for f in files):
-        return None
-    try:
-        with np.load(paths.encoded, allow_pickle=False) as z:
-            if str(z["key"]) != key:
-                return None
-            datasets = {}
-            for split in ("train", "valid"):
-                sides = [
-                    _unflatten(z[f"{split}_{side}_ids"], z[f"{split}_{side}_len"])
-                    for side in ("src", "tgt")
-                ]
-                datasets[split] = BilingualDataset(*sides)
-            text = z["valid_text"].tolist()
-            stats = FilterStats(*z["stats"].tolist())
-    except (OSError, ValueError, KeyError):
-        return None
-    return PreparedData(
-        load_tokenizer(paths.tokenizer("src")),
-        load_tokenizer(paths.tokenizer("tgt")),
-        datasets["train"],
-        datasets["valid"],
-        list(zip(text[0::2], text[1::2], strict=True)),
-        stats,
-    )
-
-
-def _unflatten(flat: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
-    ends = np.cumsum(lengths).tolist()
-    starts = [0, *ends[:-1]]
-    values = flat.tolist()
-    return [values[a:b] for a, b in zip(starts, ends, strict=True)]
-
-
-def load_or_make_split(path: Path, n_pairs: int, config: Config) -> tuple[list[int], list[int]]:
-    """The run's recorded train/validation split, made (seeded) and recorded on first use."""
-    if path.is_file():
-        record = json.loads(path.read_text())
-        if record["n_pairs"] != n_pairs:
-            raise DataError(
-                f"{path}: the run was split over {record['n_pairs']:,} pairs but the corpus now "
-                f"has {n_pairs:,}; the data changed since the run started (start a new --run)"
-            )
-        valid = record["valid"]
-        valid_set = set(valid)
-        return [i for i in range(n_pairs) if i not in valid_set], valid
-    train, valid = split_indices(n_pairs, config.data.valid_size, config.train.seed)
-    record = {"n_pairs": n_pairs, "seed": config.train.seed, "valid": valid}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record))
+def _write_json(path: Path, record: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(record), encoding="utf-8")
     tmp.replace(path)
-    return train, valid
 
 
-def encode_pairs(
-    pairs: list[Pair], src_tok: Tokenizer, tgt_tok: Tokenizer, max_len: int, stats: FilterStats
-) -> tuple[BilingualDataset, list[int]]:
-    """Encode pairs; drop (and count) those with a side longer than `max_len` tokens."""
-    src_ids = [e.ids for e in src_tok.encode_batch([s for s, _ in pairs])] if pairs else []
-    tgt_ids = [e.ids for e in tgt_tok.encode_batch([t for _, t in pairs])] if pairs else []
-    kept = [
-        i
-        for i, (s, t) in enumerate(zip(src_ids, tgt_ids, strict=True))
-        if 0 < len(s) <= max_len and 0 < len(t) <= max_len
-    ]
-    stats.too_long += len(pairs) - len(kept)
-    return BilingualDataset([src_ids[i] for i in kept], [tgt_ids[i] for i in kept]), kept
+def data_summary(data: PreparedData) -> str:
+    """The one-line account of the prepared data that `prepare` and `train` print."""
+    return (
+        f"data: {data.stats.summary()}; {len(data.train):,} train / {len(data.valid):,} valid "
+        f"pairs; vocab {data.src_tokenizer.get_vocab_size():,} src / "
+        f"{data.tgt_tokenizer.get_vocab_size():,} tgt"
+    )
+
+
+def prepare_command(config_path: Path | None, overrides: list[str]) -> None:
+    """`translator prepare`: make (or find) the store for a config, and say where it is."""
+    import sys
+
+    from translator.config import load_config
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    config = load_config(config_path, overrides)
+    data = load_prepared(prepare_store(config))
+    size = sum(f.stat().st_size for f in data.store.iterdir()) if data.store else 0
+    print(data_summary(data))
+    print(f"store: {data.store} ({size / 2**20:,.1f} MiB), for every run on this data")

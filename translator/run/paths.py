@@ -46,6 +46,11 @@ class RunPaths:
         return self.weights_dir / "encoded.npz"
 
     @property
+    def store_record(self) -> Path:
+        """Which prepared store the run trains on (translator/data/store.py)."""
+        return self.weights_dir / "store.json"
+
+    @property
     def latest(self) -> Path:
         return self.weights_dir / LATEST
 
@@ -60,7 +65,8 @@ class RunPaths:
         """Remove the split, tokenizers and encoded data of an attempt that never checkpointed."""
         if not self.weights_dir.is_dir():
             return
-        for f in (self.split, self.encoded, self.tokenizer("src"), self.tokenizer("tgt")):
+        prepared = (self.split, self.encoded, self.store_record)
+        for f in (*prepared, self.tokenizer("src"), self.tokenizer("tgt")):
             f.unlink(missing_ok=True)
 
     def make(self) -> None:

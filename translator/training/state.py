@@ -115,9 +115,10 @@ def _restore(trainer: Trainer, state: dict[str, Any], where: Path) -> None:
     if saved_world != trainer.rank.world_size:
         _carry_position_over(trainer, progress, saved_world)
     trainer.progress = Progress(**progress)
-    torch.set_rng_state(state["rng"]["torch"])
+    # RNG states are CPU byte tensors, whatever device the checkpoint was mapped to on loading.
+    torch.set_rng_state(state["rng"]["torch"].cpu())
     if state["rng"]["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["rng"]["cuda"]])
     if trainer.rank.rank > 0:  # distinct dropout streams per rank
         torch.manual_seed(
             trainer.cfg.seed * 7919 + trainer.rank.rank * 104729 + trainer.progress.step

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from translator.config import Config, load_config, save_config
-from translator.data.prepare import prepare_data
+from translator.data.prepare import data_summary, prepare_data
 from translator.device import autocast_dtype, resolve_device
 from translator.errors import CheckpointError, ConfigError
 from translator.metrics import NullLogger, TensorBoardLogger
@@ -109,14 +109,7 @@ def _train_run(
     )
     if rank.rank > 0:  # same initial weights everywhere, distinct dropout streams per rank
         torch.manual_seed(config.train.seed * 7919 + rank.rank * 104729)
-    log.info(
-        "data: %s; %s train / %s valid pairs; vocab %s src / %s tgt",
-        data.stats.summary(),
-        f"{len(data.train):,}",
-        f"{len(data.valid):,}",
-        f"{data.src_tokenizer.get_vocab_size():,}",
-        f"{data.tgt_tokenizer.get_vocab_size():,}",
-    )
+    log.info(data_summary(data))
     log.info(
         "model: %s parameters; device %s%s; precision %s; run %s (events in %s)",
         f"{count_parameters(model):,}",

@@ -1,0 +1,147 @@
+"""The prepared store: the ids it holds are the tokenizers' own, the pool of workers changes
+nothing, it is never left half-written (a full disk, Ctrl-C, SIGTERM), and the next run goes on."""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import ROOT, make_pairs, write_jsonl
+
+import translator.data.build as build
+from translator.config import Config, load_config
+from translator.data.build import prepare_store
+from translator.data.prepare import load_prepared
+from translator.data.store import StoreWriter
+from translator.errors import DataError
+
+
+def stores(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+def changed(config: Config, section: str, **values: object) -> Config:
+    """`config` with some keys of one section changed."""
+    return dataclasses.replace(
+        config, **{section: dataclasses.replace(getattr(config, section), **values)}
+    )
+
+
+@pytest.mark.parametrize("kind", ["word", "bpe"])
+def test_store_holds_the_ids_the_tokenizers_give(tiny_config: Config, kind: str) -> None:
+    config = changed(tiny_config, "tokenizer", kind=kind, vocab_size=400 if kind == "bpe" else None)
+    data = load_prepared(prepare_store(config))
+    src_tok, tgt_tok = data.src_tokenizer, data.tgt_tokenizer
+    assert len(data.valid) == len(data.valid_pairs) == config.data.valid_size
+    for i, (src, tgt) in enumerate(data.valid_pairs):
+        assert data.valid.src_ids[i] == src_tok.encode(src).ids
+        assert data.valid.tgt_ids[i] == tgt_tok.encode(tgt).ids
+    train_text = {
+        (src_tok.decode(s), tgt_tok.decode(t))
+        for s, t in zip(data.train.src_ids, data.train.tgt_ids, strict=True)
+    }
+    assert len(train_text) == len(data.train)  # deduplicated
+    assert not train_text & set(data.valid_pairs)  # and split after deduplication
+    assert data.train.src_ids.ids.dtype == np.uint16  # a small vocabulary takes 2 bytes an id
+
+
+def test_workers_and_chunks_change_nothing(
+    tiny_config: Config, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The pool path (several chunks, two processes) writes the same store as one process."""
+    inline = load_prepared(prepare_store(changed(tiny_config, "data", workers=1)))
+    monkeypatch.setattr(build, "CHUNK", 37)
+    pooled_config = changed(tiny_config, "data", workers=2, store_dir=str(tmp_path / "s2"))
+    pooled = load_prepared(prepare_store(pooled_config))
+    assert pooled.store != inline.store
+    assert pooled.train.src_ids == inline.train.src_ids
+    assert pooled.train.tgt_ids == inline.train.tgt_ids
+    assert pooled.valid_pairs == inline.valid_pairs
+    assert pooled.stats == inline.stats
+
+
+def test_a_full_disk_is_one_line_and_keeps_nothing(
+    tiny_config: Config, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = changed(tiny_config, "data", store_dir=str(tmp_path / "stores"))
+    write = StoreWriter._write
+
+    class FullDisk:
+        def write(self, data: bytes) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def close(self) -> None:
+            pass
+
+    def full(self: StoreWriter, name: str, array: np.ndarray) -> None:
+        if name.endswith(".ids"):
+            self.files.setdefault(name, FullDisk())  # type: ignore[arg-type]
+        write(self, name, array)
+
+    monkeypatch.setattr(StoreWriter, "_write", full)
+    with pytest.raises(DataError, match="no room on disk for the prepared store") as err:
+        prepare_store(config)
+    assert "\n" not in str(err.value)
+    assert stores(tmp_path / "stores") == []  # nothing half-written, no temporary folder
+
+
+def big_corpus(path: Path, n: int) -> Path:
+    """`n` toy pairs (many repeated: read with data.dedup false), enough that preparing takes a
+    few seconds."""
+    return write_jsonl(path, make_pairs(n, seed=9))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_prepare_stops_at_once_and_the_next_one_succeeds(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    corpus = big_corpus(tmp_path / "big.jsonl", 150_000)
+    store_dir = tmp_path / "stores"
+    tiny = str(ROOT / "configs" / "tiny.yaml")
+    args = [sys.executable, "-m", "translator", "prepare", "--config", tiny,
+            "--set", f"data.source={corpus}", "--set", f"data.store_dir={store_dir}",
+            "--set", "data.workers=2", "--set", "data.dedup=false"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not any(p.name.startswith(".tmp-") for p in store_dir.glob("*")):  # preparing now
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.05)
+    time.sleep(1.0)
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 5, "took too long to stop"
+    assert proc.returncode == 130, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("error: interrupted while preparing the data; nothing was kept"), last
+    assert stores(store_dir) == []
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "150,000 pairs read" in done.stdout
+    assert len(stores(store_dir)) == 1
+
+
+def test_prepare_then_train_uses_the_same_store(tmp_path: Path, tiny_config: Config) -> None:
+    """`translator prepare` makes the store that `train` then finds, and the run records it."""
+    from helpers import cli
+
+    sets = ["--set", f"data.source={tiny_config.data.source}"]
+    config = str(ROOT / "configs" / "tiny.yaml")
+    prepared = cli(tmp_path, "prepare", "--config", config, *sets)
+    assert prepared.returncode == 0, prepared.stderr
+    store = prepared.stdout.splitlines()[-1].split()[1]
+    trained = cli(tmp_path, "train", "--config", config, "--run", "p", *sets,
+                  "--set", "train.max_steps=2", "--set", "train.eval_every=0")  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    assert f"prepared data: {store} (ready)" in trained.stderr
+    assert store in (tmp_path / "weights" / "p" / "store.json").read_text()
+    assert load_config(tmp_path / "weights" / "p" / "config.yaml").data.source

@@ -1,0 +1,396 @@
+"""Building a prepared store, phase by phase, each streaming over the corpus (see prepare.py).
+
+read + clean   sources -> chunks -> a pool of processes -> clean.tsv + a hash per pair
+deduplicate    numpy over the hashes: a mask
+split          a seeded mask over the kept pairs (or the run's own split)
+tokenizers     trained from a stream of the training pairs (a seeded sample when large)
+encode         chunks through the tokenizers' parallel batch encoder -> flat id arrays
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tokenizers import Tokenizer
+from tqdm import tqdm
+
+from translator.config import Config, TokenizerConfig
+from translator.data.augment import iter_swapped
+from translator.data.batching import BilingualDataset
+from translator.data.clean import (
+    CleanedChunk,
+    Cleaner,
+    FilterStats,
+    clean_chunk,
+    first_occurrences,
+    make_cleaner,
+    split_mask,
+)
+from translator.data.read import Pair, Source, iter_source, resolve_sources
+from translator.data.store import (
+    Given,
+    Store,
+    StoreWriter,
+    config_ident,
+    open_store,
+    store_key,
+    store_root,
+)
+from translator.data.tokenizer import train_tokenizer
+from translator.errors import DataError, TranslatorError
+
+log = logging.getLogger("translator")
+
+CHUNK = 20_000
+"""Pairs per unit of work: cleaning in a worker process, encoding in one batch call."""
+
+
+class PrepareInterrupted(TranslatorError):
+    """Ctrl-C or SIGTERM while preparing: nothing half-written is kept."""
+
+    exit_code = 130
+
+
+def prepare_store(config: Config, given: Given | None = None) -> Store:
+    """The store for `config` (and what the run already has), prepared now unless it exists."""
+    given = given or Given()
+    ident = config_ident(config)
+    key = store_key(ident, given)
+    final = store_root(config) / key[:24]
+    store = open_store(final, key)
+    if store is not None:
+        log.info("prepared data: %s (ready)", final)
+        return store
+    start = time.perf_counter()
+    try:
+        with _terminate_as_interrupt(), StoreWriter(final) as writer:
+            if writer.stale:
+                log.info("an interrupted prepare of this data left a partial store: starting over")
+            store = _build(config, ident, key, given, writer)
+    except KeyboardInterrupt:
+        raise PrepareInterrupted(
+            f"interrupted while preparing the data; nothing was kept in {final.parent}, and the "
+            "next run prepares it from the start"
+        ) from None
+    log.info("prepared data in %.1f s: %s", time.perf_counter() - start, final)
+    return store
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt meanwhile (as Ctrl-C does), so cleanup runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _build(
+    config: Config, ident: dict[str, Any], key: str, given: Given, writer: StoreWriter
+) -> Store:
+    cfg = config.data
+    sources = resolve_sources(cfg)
+    stats = FilterStats()
+    cleaner = make_cleaner(cfg, _all_pairs(sources, config)) if cfg.restore_accents else None
+    corpus = CleanCorpus(writer.tmp / "clean.tsv")
+    hashes = corpus.write(sources, config, cleaner or make_cleaner(cfg), stats)
+    keep = first_occurrences(hashes) if cfg.dedup else np.ones(len(hashes), dtype=bool)
+    del hashes
+    stats.duplicate = int((~keep).sum())
+    corpus.keep = keep
+    n_pairs = int(keep.sum())
+    valid = _valid_mask(n_pairs, config, given)
+    if n_pairs - int(valid.sum()) == 0:
+        raise DataError(
+            f"data.source {cfg.source}: no training pairs left after filtering "
+            f"({stats.summary()}); check data.lang_src/lang_tgt"
+        )
+    tokenizers = given.tokenizers or train_tokenizers(corpus, ~valid, config)
+    writer.set_vocab_size(max(t.get_vocab_size() for t in tokenizers))
+    valid_pairs = _encode(corpus, valid, tokenizers, config, writer, stats)
+    if writer.counts["train"] == 0:
+        raise DataError(
+            f"data.source {cfg.source}: no training pairs left after filtering "
+            f"({stats.summary()}); check data.lang_src/lang_tgt and data.max_len"
+        )
+    meta = {"key": key, "ident": ident, "given": given.fingerprint(), "n_pairs": n_pairs,
+            "stats": dataclasses.asdict(stats)}  # fmt: skip
+    return writer.commit(meta, tokenizers, valid_pairs, np.flatnonzero(valid))
+
+
+def _all_pairs(sources: list[Source], config: Config) -> Iterator[Pair]:
+    for source in sources:
+        yield from iter_source(source, config.data)
+
+
+def _valid_mask(n_pairs: int, config: Config, given: Given) -> np.ndarray:
+    """The validation pairs among the kept ones: the run's recorded split, or a seeded one."""
+    if given.valid is None:
+        return split_mask(n_pairs, config.data.valid_size, config.train.seed)[1]
+    if given.n_pairs != n_pairs:
+        raise DataError(
+            f"the run was split over {given.n_pairs:,} pairs but the corpus now has "
+            f"{n_pairs:,}; the data changed since the run started (start a new --run)"
+        )
+    valid = np.zeros(n_pairs, dtype=bool)
+    valid[given.valid] = True
+    return valid
+
+
+# --------------------------------------------------------------------------- read + clean
+
+
+class CleanCorpus:
+    """The cleaned pairs on disk (source<TAB>target a line; cleaning leaves no tab or newline in
+    a sentence), read back as often as needed, only the pairs `keep` marks."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.keep: np.ndarray | None = None
+
+    def write(
+        self, sources: list[Source], config: Config, cleaner: Cleaner, stats: FilterStats
+    ) -> np.ndarray:
+        """Read and clean every source into the file; the hash of each pair written."""
+        hashes: list[np.ndarray] = []
+        workers = config.data.workers or os.cpu_count() or 1
+        bar = _bar("read + clean", "pairs")
+        with self.path.open("w", encoding="utf-8", newline="\n") as out:
+            for source in sources:
+                read_before = stats.read
+                chunks = _chunks(iter_source(source, config.data), CHUNK)
+                for chunk in _clean_stream(chunks, cleaner, workers):
+                    out.writelines(f"{s}\t{t}\n" for s, t in chunk.pairs)
+                    hashes.append(chunk.hashes)
+                    n = len(chunk.pairs) + chunk.empty
+                    stats.read += n
+                    stats.normalized += chunk.normalized
+                    stats.empty += chunk.empty
+                    bar.update(n)
+                if stats.read == read_before:
+                    what = "the file holds" if source.paths else "the dataset has"
+                    raise DataError(f"{source.name}: {what} no sentence pairs")
+                stats.per_source.append((source.name, stats.read - read_before))
+        bar.close()
+        return np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.uint64)
+
+    def __iter__(self) -> Iterator[Pair]:
+        """The kept pairs, in corpus order."""
+        keep = self.keep
+        with self.path.open("rb") as f:
+            for n, line in enumerate(f):
+                if keep is None or keep[n]:
+                    src, _, tgt = line.decode("utf-8").rstrip("\n").partition("\t")
+                    yield src, tgt
+
+    def subset(self, mask: np.ndarray) -> Iterable[Pair]:
+        """A re-readable stream of the kept pairs that `mask` (over the kept pairs) selects."""
+        corpus = self
+
+        class Subset:
+            def __iter__(self) -> Iterator[Pair]:
+                return (p for p, chosen in zip(corpus, mask.tolist(), strict=False) if chosen)
+
+        return Subset()
+
+
+def _chunks(pairs: Iterator[Pair], size: int) -> Iterator[list[Pair]]:
+    while chunk := list(islice(pairs, size)):
+        yield chunk
+
+
+def _clean_stream(
+    chunks: Iterator[list[Pair]], cleaner: Cleaner, workers: int
+) -> Iterator[CleanedChunk]:
+    """`clean_chunk` over the chunks, in order: in `workers` processes when there is more than one
+    chunk, with at most two chunks per worker in flight (memory stays bounded)."""
+    first = next(chunks, None)
+    second = next(chunks, None) if first is not None else None
+    if second is None or workers < 2:
+        for chunk in (c for c in (first, second) if c is not None):
+            yield clean_chunk(chunk, cleaner)
+        for chunk in chunks:
+            yield clean_chunk(chunk, cleaner)
+        return
+    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    with context.Pool(workers, initializer=_ignore_sigint) as pool:
+        pending: deque = deque()
+        for chunk in _chain(first, second, chunks):
+            pending.append(pool.apply_async(clean_chunk, (chunk, cleaner)))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+
+def _chain(*items: Any) -> Iterator[Any]:
+    *firsts, rest = items
+    yield from firsts
+    yield from rest
+
+
+def _ignore_sigint() -> None:
+    """Worker processes leave Ctrl-C to the main process, which stops them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _bar(phase: str, unit: str, total: int | None = None) -> tqdm:
+    return tqdm(desc=phase, unit=f" {unit}", unit_scale=True, total=total, disable=None)
+
+
+# --------------------------------------------------------------------------- tokenizers
+
+
+def train_tokenizers(
+    corpus: CleanCorpus, train: np.ndarray, config: Config
+) -> tuple[Tokenizer, Tokenizer]:
+    """The source and target tokenizers, trained on the training pairs (a seeded sample of at
+    most `tokenizer.train_sample`); with `shared`, one tokenizer for both sides."""
+    cfg = config.tokenizer
+    chosen = _sample(train, cfg.train_sample, config.train.seed)
+    pairs = corpus.subset(chosen)
+    n = int(chosen.sum())
+    if cfg.shared:
+        both = _train_one((text for pair in pairs for text in pair), cfg, "tokenizer", 2 * n)
+        return both, both
+    return tuple(  # type: ignore[return-value]
+        _train_one((pair[side] for pair in pairs), cfg, f"tokenizer ({name})", n)
+        for side, name in enumerate((config.data.lang_src, config.data.lang_tgt))
+    )
+
+
+def _sample(train: np.ndarray, size: int | None, seed: int) -> np.ndarray:
+    """`train` itself, or a seeded sample of `size` of its pairs."""
+    n = int(train.sum())
+    if size is None or n <= size:
+        return train
+    chosen = np.zeros(len(train), dtype=bool)
+    positions = np.flatnonzero(train)
+    chosen[np.random.default_rng([seed, 1]).choice(positions, size, replace=False)] = True
+    return chosen
+
+
+def _train_one(texts: Iterator[str], cfg: TokenizerConfig, phase: str, total: int) -> Tokenizer:
+    feed = _Feed(texts, _bar(phase, "sentences", total))
+    tokenizer = train_tokenizer(feed, cfg.min_freq, cfg.size, cfg.kind)
+    feed.bar.close()
+    if feed.interrupted:  # the library ends training quietly when its input raises
+        raise KeyboardInterrupt
+    return tokenizer
+
+
+class _Feed:
+    """Texts for the tokenizer trainer, counted; remembers a Ctrl-C that the trainer swallows."""
+
+    def __init__(self, texts: Iterator[str], bar: tqdm) -> None:
+        self.texts, self.bar, self.interrupted = texts, bar, False
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            for n, text in enumerate(self.texts, start=1):
+                if n % 10_000 == 0:
+                    self.bar.update(10_000)
+                yield text
+        except KeyboardInterrupt:
+            self.interrupted = True
+            raise
+
+
+# --------------------------------------------------------------------------- encode
+
+
+def _encode(
+    corpus: CleanCorpus,
+    valid: np.ndarray,
+    tokenizers: tuple[Tokenizer, Tokenizer],
+    config: Config,
+    writer: StoreWriter,
+    stats: FilterStats,
+) -> list[Pair]:
+    """Encode the kept pairs into the store (training pairs, then name-swapped extras); return
+    the validation pairs' text."""
+    max_len = config.data.max_len
+    bar = _bar("encode", "pairs", len(valid))
+    valid_pairs: list[Pair] = []
+    is_valid = iter(valid.tolist())
+    for chunk in _chunks(iter(corpus), CHUNK):
+        flags = list(islice(is_valid, len(chunk)))
+        train_part = [p for p, v in zip(chunk, flags, strict=True) if not v]
+        valid_part = [p for p, v in zip(chunk, flags, strict=True) if v]
+        _, dropped = _encode_into(writer, "train", train_part, tokenizers, max_len)
+        kept, dropped_valid = _encode_into(writer, "valid", valid_part, tokenizers, max_len)
+        stats.too_long += dropped + dropped_valid
+        valid_pairs += kept
+        bar.update(len(chunk))
+    bar.close()
+    copies = config.data.swap_names
+    if copies:
+        swapped = iter_swapped(corpus.subset(~valid), copies, config.train.seed)
+        for chunk in _chunks(swapped, CHUNK):
+            kept, _ = _encode_into(writer, "train", chunk, tokenizers, max_len)
+            stats.name_swapped += len(kept)
+    return valid_pairs
+
+
+def _encode_into(
+    writer: StoreWriter,
+    split: str,
+    pairs: list[Pair],
+    tokenizers: tuple[Tokenizer, Tokenizer],
+    max_len: int,
+) -> tuple[list[Pair], int]:
+    """Encode `pairs`, append those with both sides 1..max_len tokens; (kept pairs, dropped)."""
+    src, tgt, keep = encode_kept(pairs, *tokenizers, max_len)
+    writer.append(split, [src[i] for i in keep], [tgt[i] for i in keep])
+    return [pairs[i] for i in keep], len(pairs) - len(keep)
+
+
+def encode_kept(
+    pairs: list[Pair], src_tok: Tokenizer, tgt_tok: Tokenizer, max_len: int
+) -> tuple[list[list[int]], list[list[int]], list[int]]:
+    """Both sides' ids, and the positions of the pairs whose sides are 1..max_len tokens long."""
+    if not pairs:
+        return [], [], []
+    src = _ids(src_tok, [s for s, _ in pairs])
+    tgt = _ids(tgt_tok, [t for _, t in pairs])
+    keep = [
+        i
+        for i, (s, t) in enumerate(zip(src, tgt, strict=True))
+        if 0 < len(s) <= max_len and 0 < len(t) <= max_len
+    ]
+    return src, tgt, keep
+
+
+def encode_pairs(
+    pairs: list[Pair], src_tok: Tokenizer, tgt_tok: Tokenizer, max_len: int, stats: FilterStats
+) -> tuple[BilingualDataset, list[int]]:
+    """Encode pairs in memory; drop (and count) those with a side longer than `max_len` tokens."""
+    src, tgt, keep = encode_kept(pairs, src_tok, tgt_tok, max_len)
+    stats.too_long += len(pairs) - len(keep)
+    return BilingualDataset([src[i] for i in keep], [tgt[i] for i in keep]), keep
+
+
+def _ids(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
+    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+    return [e.ids for e in encode(texts)]

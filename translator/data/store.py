@@ -1,0 +1,267 @@
+"""The prepared store: a corpus's token ids on disk, memory-mapped when read, shared by runs.
+
+One folder per content key (sources, their sizes and mtimes, the data and tokenizer settings, the
+seed) under `data.store_dir`:
+
+    meta.json                  format, key, what it was made from, counts, filter counts
+    tokenizer_{src,tgt}.json   the tokenizers, trained on the training split
+    {train,valid}.{src,tgt}.ids  token ids, flat (uint16 when the vocabulary fits, else uint32)
+    {train,valid}.{src,tgt}.off  int64 offsets, one more than there are pairs
+    {train,valid}.{src,tgt}.len  lengths (uint16), for bucketing without reading the ids
+    valid.tsv                  the validation pairs' text, source<TAB>target a line
+    split.npy                  positions of the validation pairs among the cleaned pairs
+
+A store is written in a temporary folder beside its place and renamed into it when complete, so
+a half-written store is never used; meta.json is written last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from translator.config import Config
+from translator.data.batching import BilingualDataset, Sequences
+from translator.data.clean import FilterStats
+from translator.data.hub import writable_dir
+from translator.data.read import Pair, resolve_sources
+from translator.data.tokenizer import fingerprint, load_tokenizer, save_tokenizer
+from translator.errors import DataError
+
+FORMAT, VERSION = "translator-store", 1
+SPLITS, SIDES = ("train", "valid"), ("src", "tgt")
+LENGTH_DTYPE = np.uint16  # data.max_len is far below 65,535
+
+
+@dataclass
+class Store:
+    """An opened store: its datasets are memory-mapped, nothing is read until used."""
+
+    path: Path
+    meta: dict[str, Any]
+
+    def dataset(self, split: str) -> BilingualDataset:
+        return BilingualDataset(*(self._sequences(split, side) for side in SIDES))
+
+    def _sequences(self, split: str, side: str) -> Sequences:
+        n = self.meta["counts"][split]
+        ids = _map(self.path / f"{split}.{side}.ids", np.dtype(self.meta["dtype"]))
+        offsets = _map(self.path / f"{split}.{side}.off", np.dtype(np.int64), n + 1)
+        lengths = _map(self.path / f"{split}.{side}.len", np.dtype(LENGTH_DTYPE), n)
+        return Sequences(ids, offsets, lengths)
+
+    def tokenizers(self) -> tuple[Tokenizer, Tokenizer]:
+        return tuple(load_tokenizer(self.path / f"tokenizer_{s}.json") for s in SIDES)  # type: ignore[return-value]
+
+    def valid_pairs(self) -> list[Pair]:
+        lines = (self.path / "valid.tsv").read_text(encoding="utf-8").splitlines()
+        return [tuple(line.split("\t", 1)) for line in lines]  # type: ignore[misc]
+
+    def valid_positions(self) -> list[int]:
+        return np.load(self.path / "split.npy").tolist()
+
+    def stats(self) -> FilterStats:
+        record = dict(self.meta["stats"])
+        record["per_source"] = [tuple(x) for x in record.get("per_source", [])]
+        return FilterStats(**record)
+
+
+@dataclass(frozen=True)
+class Given:
+    """What a run already has and its store must keep: its tokenizers and its split."""
+
+    tokenizers: tuple[Tokenizer, Tokenizer] | None = None
+    valid: list[int] | None = None
+    """Positions of the validation pairs among the cleaned pairs."""
+    n_pairs: int | None = None
+
+    def fingerprint(self) -> dict[str, Any]:
+        split = hashlib.sha256(json.dumps(self.valid).encode()).hexdigest() if self.valid else None
+        toks = [fingerprint(t) for t in self.tokenizers] if self.tokenizers else None
+        return {"tokenizers": toks, "split": split, "n_pairs": self.n_pairs}
+
+
+def config_ident(config: Config) -> dict[str, Any]:
+    """What the prepared data depends on: the sources' files (path, size, mtime), the data and
+    tokenizer settings, the seed. Not where files are cached or how many processes work."""
+    skip = {"source", "cache_dir", "store_dir", "workers"}
+    data = {k: v for k, v in dataclasses.asdict(config.data).items() if k not in skip}
+    return {
+        "sources": [s.fingerprint() for s in resolve_sources(config.data)],
+        "data": data,
+        "tokenizer": dataclasses.asdict(config.tokenizer),
+        "seed": config.train.seed,
+    }
+
+
+def store_key(ident: dict[str, Any], given: Given) -> str:
+    blob = json.dumps({"config": ident, "given": given.fingerprint()}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def store_root(config: Config) -> Path:
+    """`data.store_dir`, or ~/.cache/translator/stores (a temporary folder if that fails)."""
+    if config.data.store_dir:
+        return writable_dir([config.data.store_dir], "data.store_dir")
+    home = Path.home() / ".cache" / "translator" / "stores"
+    return writable_dir([home, Path("/tmp/translator-stores")], "data.store_dir")
+
+
+def _map(path: Path, dtype: np.dtype, count: int | None = None) -> np.ndarray:
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype=dtype)
+    arr = np.memmap(path, dtype=dtype, mode="r")
+    if count is not None and len(arr) != count:
+        raise DataError(f"{path}: {len(arr):,} entries where {count:,} were recorded")
+    return arr
+
+
+def open_store(path: Path, key: str | None = None) -> Store | None:
+    """The complete store at `path` (with `key`, when given), or None when there is none."""
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        return None
+    if key is not None and meta.get("key") != key:
+        return None
+    return Store(path, meta)
+
+
+class StoreWriter:
+    """Writes a store into `.tmp-<name>-<pid>` beside `final`; `commit` renames it into place.
+
+    Leaving the `with` block without a commit (an error, Ctrl-C) removes the temporary folder;
+    one left by a killed process is removed by the next writer of the same store.
+    """
+
+    def __init__(self, final: Path, vocab_size: int | None = None) -> None:
+        self.final = final
+        self.tmp = final.with_name(f".tmp-{final.name}-{os.getpid()}")
+        self.files: dict[str, IO[bytes]] = {}
+        self.totals: dict[str, int] = {}
+        self.counts = dict.fromkeys(SPLITS, 0)
+        self.dtype = np.dtype(np.uint16)
+        if vocab_size is not None:
+            self.set_vocab_size(vocab_size)
+
+    def __enter__(self) -> StoreWriter:
+        self.stale = remove_stale_temps(self.final)
+        try:
+            self.tmp.mkdir(parents=True)
+        except OSError as exc:
+            raise _disk_error(exc, self.final) from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for f in self.files.values():
+            f.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def set_vocab_size(self, size: int) -> None:
+        self.dtype = np.dtype(np.uint16 if size <= 2**16 else np.uint32)
+
+    def append(
+        self, split: str, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]
+    ) -> None:
+        """Add pairs (their ids, specials excluded) to the end of `split`."""
+        assert len(src) == len(tgt)
+        for side, seqs in zip(SIDES, (src, tgt), strict=True):
+            lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+            total = int(lengths.sum())
+            ids = np.fromiter((i for s in seqs for i in s), dtype=self.dtype, count=total)
+            name = f"{split}.{side}"
+            start = self.totals.get(name, 0)
+            if name not in self.totals:
+                self._write(f"{name}.off", np.zeros(1, dtype=np.int64))
+            self._write(f"{name}.ids", ids)
+            self._write(f"{name}.off", start + np.cumsum(lengths))
+            self._write(f"{name}.len", lengths.astype(LENGTH_DTYPE))
+            self.totals[name] = start + total
+        self.counts[split] += len(src)
+
+    def _write(self, name: str, array: np.ndarray) -> None:
+        try:
+            if name not in self.files:
+                self.files[name] = (self.tmp / name).open("wb")
+            self.files[name].write(array.tobytes())
+        except OSError as exc:
+            raise _disk_error(exc, self.final) from None
+
+    def commit(
+        self,
+        meta: dict[str, Any],
+        tokenizers: tuple[Tokenizer, Tokenizer],
+        valid_pairs: list[Pair],
+        valid_positions: np.ndarray,
+    ) -> Store:
+        """Write the rest, then rename the folder into place (or use one a concurrent writer
+        committed first)."""
+        for split in SPLITS:
+            if f"{split}.src" not in self.totals:  # nothing appended: empty files all the same
+                self.append(split, [], [])
+        try:
+            for f in self.files.values():
+                f.close()
+            for side, tok in zip(SIDES, tokenizers, strict=True):
+                save_tokenizer(tok, self.tmp / f"tokenizer_{side}.json")
+            text = "".join(f"{s}\t{t}\n" for s, t in valid_pairs)
+            (self.tmp / "valid.tsv").write_text(text, encoding="utf-8")
+            np.save(self.tmp / "split.npy", valid_positions.astype(np.int64))
+            full = {"format": FORMAT, "version": VERSION, "dtype": self.dtype.name,
+                    "counts": self.counts, **meta}  # fmt: skip
+            (self.tmp / "meta.json").write_text(json.dumps(full, indent=1), encoding="utf-8")
+            os.rename(self.tmp, self.final)
+        except OSError as exc:
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY) and open_store(self.final):
+                return open_store(self.final)  # type: ignore[return-value]
+            raise _disk_error(exc, self.final) from None
+        store = open_store(self.final)
+        assert store is not None
+        return store
+
+
+def remove_stale_temps(final: Path) -> int:
+    """Remove temporary folders of `final` left by writers that no longer run; how many."""
+    removed = 0
+    for tmp in final.parent.glob(f".tmp-{final.name}-*"):
+        pid = tmp.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+            continue
+        shutil.rmtree(tmp, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _disk_error(exc: OSError, final: Path) -> DataError:
+    if exc.errno == errno.ENOSPC:
+        return DataError(
+            f"no room on disk for the prepared store {final} (nothing was kept); free some "
+            "space, or set data.store_dir to a disk with more"
+        )
+    return DataError(
+        f"cannot write the prepared store {final}: {exc.strerror or exc}; set data.store_dir "
+        "to a writable directory"
+    )

@@ -141,6 +141,13 @@ BAD = [
     (json.dumps({"text": ["one ."] * 5}).encode(), "application/json", 413, "at most 4"),
     (json.dumps({"text": ["one " * 20]}).encode(), "application/json", 413, "at most 60"),
     (b"\xff\xfe", "application/json", 400, "malformed JSON"),
+    # what the JSON parser itself cannot take: depth, a number too long, bad UTF-8, constants
+    (b'{"text": ' + b"[" * 2500 + b"]" * 2500 + b"}", "application/json", 400, "deeply"),
+    (b'{"text": ["one"], "beam": 1' + b"0" * 5000 + b"}", "application/json", 400, "digits"),
+    (b'{"text": ["one \xc3("]}', "application/json", 400, "not UTF-8"),
+    (b'{"text": ["one"], "beam": NaN}', "application/json", 400, "NaN"),
+    (b'{"text": ["one \\ud800 ."]}', "application/json", 422, "surrogate"),
+    (b'{"text": ["' + b"a" * 6000 + b'"]}', "application/json", 413, "too large"),
 ]
 
 
@@ -154,20 +161,95 @@ def test_bad_input_gets_a_json_4xx_and_the_server_keeps_serving(
     assert ct2_server.post("/translate", {"text": ["one ."]})[0] == 200
 
 
+def raw_request(server: Server, head: bytes, *parts: bytes) -> tuple[int, dict]:
+    """Send `head` (the request line and headers) and `parts` over a plain socket; the answer."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+        sock.sendall(head + b"\r\n")
+        for part in parts:
+            sock.sendall(part)
+        raw = b""
+        while b"\r\n\r\n" not in raw or len(raw.split(b"\r\n\r\n", 1)[1]) < 20:
+            chunk = sock.recv(65536)  # a timeout here: the server waited for the body
+            if not chunk:
+                break
+            raw += chunk
+    status_line, _, rest = raw.partition(b"\r\n")
+    headers, _, body = rest.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in headers.lower(), raw[:300]
+    return int(status_line.split()[1]), json.loads(body[: body.rindex(b"}") + 1])
+
+
+POST = b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+
+
+def test_a_declared_length_above_the_limit_is_refused_before_the_body_is_read(
+    ct2_server: Server,
+) -> None:
+    # No body follows: a server that read before checking would wait, and the socket time out.
+    status, reply = raw_request(ct2_server, POST + b"Content-Length: 1000000000\r\n")
+    assert status == 413 and "too large" in reply["error"]
+    assert ct2_server.post("/translate", {"text": ["one ."]})[0] == 200
+
+
+def test_a_chunked_body_is_cut_off_at_the_limit(ct2_server: Server) -> None:
+    chunk = b"[" * 4000
+    parts = [b"%x\r\n%s\r\n" % (len(chunk), chunk)] * 3  # 12,000 bytes > 5,056; never ends
+    status, reply = raw_request(ct2_server, POST + b"Transfer-Encoding: chunked\r\n", *parts)
+    assert status == 413 and "cut off at 5,056 bytes" in reply["error"]
+    assert ct2_server.post("/translate", {"text": ["one ."]})[0] == 200
+
+
 def test_concurrent_requests_each_get_their_own_answer(ct2_server: Server) -> None:
     sentences = [en for en, _ in make_pairs(40, seed=3)]
-    batches = [sentences[i : i + 1 + i % 4] for i in range(0, 36)]
-    expected = [ct2_server.post("/translate", {"text": b, "beam": 1})[1] for b in batches]
+    requests = [(sentences[i : i + 1 + i % 4], 1 + i % 3) for i in range(0, 36)]
+
+    def post(request: tuple[list[str], int]) -> dict:
+        return ct2_server.post("/translate", {"text": request[0], "beam": request[1]})[1]
+
+    expected = [post(r) for r in requests]  # each alone, in turn
+    before = ct2_server.get("/health")["batches"]
     with ThreadPoolExecutor(8) as pool:
-        got = list(
-            pool.map(lambda b: ct2_server.post("/translate", {"text": b, "beam": 1})[1], batches)
-        )
+        got = list(pool.map(post, requests))
     assert got == expected
+    assert ct2_server.get("/health")["batches"] - before < len(requests)  # some went together
+
+
+@pytest.fixture(scope="module")
+def slow_server(root: Path) -> Iterator[Server]:
+    """A server whose first request waits 3 s for company: room for 4 sentences, 1 s to wait."""
+    sets = ["serve.max_queue=4", "serve.timeout_s=1", "serve.batch_window_ms=3000"]
+    server = Server(root, "--model", "ct2-int8", *LIMITS, *[a for s in sets for a in ("--set", s)])
+    yield server
+    server.stop()
+
+
+def test_a_full_queue_and_a_timeout_answer_503_json(slow_server: Server) -> None:
+    with ThreadPoolExecutor(2) as pool:
+        waiting = pool.submit(slow_server.post, "/translate", {"text": ["one ."]})
+        time.sleep(0.3)  # "one ." waits in the queue for 3 s
+        request = urllib.request.Request(
+            slow_server.url + "/translate",
+            data=json.dumps({"text": ["two ."] * 4}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as full:
+            urllib.request.urlopen(request, timeout=30)
+        status, reply = waiting.result()
+    assert full.value.code == 503 and full.value.headers["Retry-After"] == "1"
+    assert "serve.max_queue" in json.loads(full.value.read())["error"]
+    assert status == 503 and "serve.timeout_s" in reply["error"]
+    assert slow_server.get("/health")["queued_sentences"] == 0
 
 
 def test_attention_map_only_with_pytorch(ct2_server: Server, torch_server: Server) -> None:
     status, png = torch_server.post("/attention", {"text": "one cat ."})
     assert status == 200 and isinstance(png, bytes) and png.startswith(b"\x89PNG")
+    for choice in ({"layer": 1, "head": 2}, {"head": "mean"}):
+        status, png = torch_server.post("/attention", {"text": "one cat .", **choice})
+        assert status == 200 and isinstance(png, bytes) and png.startswith(b"\x89PNG")
+    for choice, key in (({"head": 3}, "head"), ({"layer": 2}, "layer"), ({"head": "max"}, "head")):
+        status, reply = torch_server.post("/attention", {"text": "one cat .", **choice})
+        assert status == 422 and reply["error"].startswith(key), reply
     status, reply = ct2_server.post("/attention", {"text": "one cat ."})
     assert status == 404 and "PyTorch engine" in reply["error"]
 

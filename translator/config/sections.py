@@ -244,9 +244,25 @@ class ServeConfig:
     """Longest sentence, in characters, `translator serve` takes; longer gets a 413 JSON error."""
     max_beam: int = 16
     """Largest beam a request may ask for."""
+    batch_window_ms: float = 5.0
+    """How long the first waiting request waits for others to join its batch; 0: no wait."""
+    max_batch_sentences: int = 64
+    """Most sentences decoded together in one batch (whole requests, one beam per batch)."""
+    max_queue: int = 1024
+    """Most sentences waiting for a decoder; a request that would pass it gets a 503 JSON."""
+    timeout_s: float = 30.0
+    """A request not answered within this many seconds gets a 503 JSON."""
 
     def validate(self) -> None:
-        _positive(self, "serve", "max_texts", "max_chars", "max_beam")
+        _positive(self, "serve", "max_texts", "max_chars", "max_beam", "max_batch_sentences")
+        _positive(self, "serve", "max_queue", "timeout_s")
+        _non_negative(self, "serve", "batch_window_ms")
+        if self.max_queue < self.max_texts:
+            raise ConfigError(
+                f"serve.max_queue {self.max_queue} is below serve.max_texts {self.max_texts}: "
+                f"the largest requests could never be queued; --set serve.max_queue="
+                f"{self.max_texts} or more"
+            )
 
 
 @dataclass(frozen=True)

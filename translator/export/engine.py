@@ -128,13 +128,15 @@ def decode_exported(
     """Output ids (without [SOS]/[EOS]) for encoder inputs, in input order.
 
     Sentences of like length go in batches of at most `CT2_BATCH`, all queued at once, so that
-    every worker has one to decode; each batch stops at its own longest output budget.
+    every worker has one to decode (a few sentences, as `translator serve` sends, are shared out
+    among the workers); each batch stops at its own longest output budget.
     """
     dec = model.config.decode
     beam = dec.beam if beam is None else beam
     detokenize = partial(decode_ids, model.tgt_tokenizer)  # decode.mbr compares texts
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)
-    size = min(dec.batch_size, CT2_BATCH)
+    share = -(-len(sources) // model.translator.num_translators)  # ceil: one piece per worker
+    size = max(1, min(dec.batch_size, CT2_BATCH, share))
     queued = []
     for start in range(0, len(order), size):
         rows = order[start : start + size]

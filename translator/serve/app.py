@@ -1,42 +1,53 @@
 """`translator serve`: a JSON API and a small web page in front of one model (FastAPI + uvicorn).
 
     POST /translate  {"text": ["..."], "beam": 4}  ->  {"translations": ["..."]}
-    POST /attention  {"text": "...", "beam": 4}    ->  image/png (PyTorch engine only)
-    GET  /health     ->  {"status": "ok", "model": ..., "step": ..., "engine": ...}
+    POST /attention  {"text": "...", "beam": 4, "layer": 2, "head": 1 or "mean"}
+                     ->  image/png (PyTorch engine only)
+    GET  /health     ->  {"status": "ok", "model": ..., "step": ..., "engine": ..., ...}
     GET  /           ->  the page
 
-Bad input gets a JSON error {"error": "..."} with a 4xx status. Decodes are serialised by one lock:
-never two on one model at once.
+Requests to /translate that arrive close together are decoded together (serve/batching.py); a
+bounded queue answers 503 when full or too slow. Every bad request gets a JSON error {"error":
+"..."} with a 4xx status (serve/body.py); nothing a client sends makes it answer 500.
 """
 
 # No `from __future__ import annotations` here: FastAPI reads the endpoints' annotations, and
 # `Request` is imported inside `build_app` so that the module loads without FastAPI installed.
+import asyncio
 import io
-import json
 import sys
 import threading
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from translator.config import Config, ServeConfig
+from translator.config import Config
 from translator.errors import ConfigError, TranslatorError
+from translator.serve.batching import RETRY_AFTER, Batcher
+from translator.serve.body import (
+    RequestError,
+    body_limit,
+    check_keys,
+    check_length_header,
+    parse_request,
+    parse_texts,
+    read_body,
+)
 from translator.serve.page import PAGE
 
 SERVE_EXTRA = 'pip install -e ".[serve]"'
-
-
-class RequestError(Exception):
-    """Bad input: answered with `status` and {"error": message}."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+BATCHES_AT_ONCE = 1
+"""Batches decoded at once: one (CTranslate2's workers share it, one like-length piece each)."""
 
 
 @dataclass
 class Engine:
-    """One loaded model behind a lock: `translate_fn(texts, beam)`, `attention_fn(text, beam)`."""
+    """One loaded model: `translate_fn(texts, beam)`, `attention_fn(text, beam, layer, head)`.
+
+    `workers` decodes may run at once: CTranslate2's own workers (thread-safe, no lock); one for
+    PyTorch, whose decodes and attention maps take turns under `lock`.
+    """
 
     name: str  # "ctranslate2" or "pytorch"
     model: str
@@ -44,17 +55,22 @@ class Engine:
     config: Config
     translate_fn: Any
     attention_fn: Any = None
+    workers: int = 1
+    layers: int = 0  # decoder layers and heads, for the page's choice of map
+    heads: int = 0
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
 
     def translate(self, texts: list[str], beam: int) -> list[str]:
+        if self.workers > 1:
+            return self.translate_fn(texts, beam)
         with self.lock:
             return self.translate_fn(texts, beam)
 
-    def attention_png(self, text: str, beam: int) -> bytes:
+    def attention_png(self, text: str, beam: int, layer: int | None, head: Any) -> bytes:
         with self.lock:
-            return self.attention_fn(text, beam)
+            return self.attention_fn(text, beam, layer, head)
 
 
 def ct2_engine(model_dir: Path, overrides: list[str]) -> Engine:
@@ -69,6 +85,7 @@ def ct2_engine(model_dir: Path, overrides: list[str]) -> Engine:
         model.step,
         model.config,
         lambda texts, beam: translate_exported(model, texts, beam),
+        workers=model.translator.num_translators,
     )
 
 
@@ -90,9 +107,9 @@ def torch_engine(
     loaded = load_model(ckpt, run_dir, torch.device("cpu"))
     loaded.config = override_config(loaded.config, None, overrides, "serve", ("decode", "serve"))
 
-    def attention(text: str, beam: int) -> bytes:
+    def attention(text: str, beam: int, layer: int | None, head: Any) -> bytes:
         buffer = io.BytesIO()
-        save_attention(loaded, text, buffer, beam)  # type: ignore[arg-type]  # PNG by default
+        save_attention(loaded, text, buffer, beam, layer, head=head)  # type: ignore[arg-type]
         return buffer.getvalue()
 
     return Engine(
@@ -102,48 +119,53 @@ def torch_engine(
         loaded.config,
         lambda texts, beam: translate_sentences(loaded, texts, beam),
         attention,
+        layers=loaded.config.model.decoder_layers,
+        heads=loaded.config.model.n_heads,
     )
 
 
-def parse_request(body: bytes, content_type: str, limits: ServeConfig, default_beam: int) -> Any:
-    """The request's texts and beam, or a RequestError saying what is wrong with it."""
-    if content_type.split(";")[0].strip().lower() != "application/json":
-        raise RequestError(
-            415, f"send JSON with Content-Type: application/json, not {content_type!r}"
-        )
-    if len(body) > 4 * limits.max_texts * limits.max_chars + 4096:
-        raise RequestError(413, "request body too large")
-    try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RequestError(400, f"malformed JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise RequestError(422, 'the body must be a JSON object: {"text": ["..."], "beam": 4}')
-    unknown = set(data) - {"text", "beam"}
-    if unknown:
-        raise RequestError(422, f"unknown key {sorted(unknown)[0]!r}; the keys are text and beam")
-    beam = data.get("beam", default_beam)
-    if not isinstance(beam, int) or isinstance(beam, bool) or not 1 <= beam <= limits.max_beam:
-        raise RequestError(422, f"beam must be an integer from 1 to {limits.max_beam}")
-    return data.get("text"), beam
+def parse_map_choice(data: dict[str, Any], engine: Engine) -> tuple[int | None, Any]:
+    """The `layer` (1-based, default the last) and `head` (1-based, "mean", or null: every head)
+    of an /attention request."""
+    layer, head = data.get("layer"), data.get("head")
+    if layer is not None and (
+        not isinstance(layer, int) or isinstance(layer, bool) or not 1 <= layer <= engine.layers
+    ):
+        raise RequestError(422, f"layer must be an integer from 1 to {engine.layers}")
+    if (
+        head is not None
+        and head != "mean"
+        and (not isinstance(head, int) or isinstance(head, bool) or not 1 <= head <= engine.heads)
+    ):
+        raise RequestError(422, f'head must be an integer from 1 to {engine.heads}, or "mean"')
+    return layer, head
 
 
-def parse_texts(texts: Any, limits: ServeConfig) -> list[str]:
-    """`text`: a non-empty list of strings within the configured limits."""
-    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-        raise RequestError(422, '"text" must be a list of strings')
-    if not texts:
-        raise RequestError(422, '"text" is empty; send at least one sentence')
-    if len(texts) > limits.max_texts:
-        raise RequestError(
-            413, f'"text" has {len(texts)} sentences; at most {limits.max_texts} per request'
-        )
-    for n, text in enumerate(texts):
-        if len(text) > limits.max_chars:
-            raise RequestError(
-                413, f"sentence {n} has {len(text)} characters; at most {limits.max_chars}"
-            )
-    return texts
+class Bounded:
+    """ASGI middleware: at most `capacity` POST requests under way (reading, queued, decoding);
+    past it a 503 before the body is read, so memory stays bounded whatever the clients do.
+
+    Each request in the queue holds at least one of serve.max_queue sentences, so `capacity`
+    (the queue plus what the decoders hold) is never the limit for well-behaved clients.
+    """
+
+    def __init__(self, app: Any, capacity: int) -> None:
+        self.app, self.capacity, self.active = app, capacity, 0
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        if self.active >= self.capacity:
+            from fastapi.responses import JSONResponse
+
+            message = f"the server is busy: {self.active} requests under way; try again later"
+            reply = JSONResponse({"error": message}, status_code=503, headers=RETRY_AFTER)
+            return await reply(scope, receive, send)
+        self.active += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.active -= 1
 
 
 def build_app(engine: Engine) -> Any:
@@ -151,6 +173,7 @@ def build_app(engine: Engine) -> Any:
     from fastapi import FastAPI, Request
     from fastapi.concurrency import run_in_threadpool
     from fastapi.responses import HTMLResponse, JSONResponse, Response
+    from starlette.exceptions import HTTPException
 
     limits, default_beam = engine.config.serve, engine.config.decode.beam
     if default_beam > limits.max_beam:
@@ -159,37 +182,84 @@ def build_app(engine: Engine) -> Any:
             f"without a beam would be refused; --set serve.max_beam={default_beam} "
             "(or a smaller decode.beam)"
         )
-    app = FastAPI(title="translator", docs_url=None, redoc_url=None, openapi_url=None)
+    batcher = Batcher(engine.translate, BATCHES_AT_ONCE, limits)
+    max_body = body_limit(limits)
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        await batcher.start()
+        yield
+        await batcher.stop()
+
+    app = FastAPI(
+        title="translator", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
 
     @app.exception_handler(RequestError)
     async def _bad_request(request: Request, exc: RequestError) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=exc.headers)
 
-    async def _parse(request: Request) -> tuple[Any, int]:
-        body = await request.body()
-        return parse_request(body, request.headers.get("content-type", ""), limits, default_beam)
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, exc.status_code, exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception) -> JSONResponse:
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+        message = f"internal error ({type(exc).__name__}: {first}); the server goes on"
+        return JSONResponse({"error": message}, status_code=500)
+
+    app.add_middleware(
+        Bounded, capacity=limits.max_queue + engine.workers * limits.max_batch_sentences
+    )
+
+    async def _parse(request: Request) -> tuple[dict[str, Any], int]:
+        content_type = request.headers.get("content-type", "")
+        check_length_header(request.headers.get("content-length"), max_body)
+        try:
+            body = await asyncio.wait_for(read_body(request.stream(), max_body), limits.timeout_s)
+        except TimeoutError:
+            raise RequestError(
+                408, f"the body took over serve.timeout_s ({limits.timeout_s:g} s) to arrive"
+            ) from None
+        return parse_request(body, content_type, default_beam, limits.max_beam)
 
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
-        texts, beam = await _parse(request)
-        texts = parse_texts(texts, limits)
-        translations = await run_in_threadpool(engine.translate, texts, beam)
-        return JSONResponse({"translations": translations})
+        data, beam = await _parse(request)
+        check_keys(data, ("text", "beam"))
+        texts = parse_texts(data.get("text"), limits)
+        return JSONResponse({"translations": await batcher.translate(texts, beam)})
 
     @app.post("/attention")
     async def attention(request: Request) -> Response:
         if engine.attention_fn is None:
             raise RequestError(404, "attention maps need the PyTorch engine: serve --run NAME")
-        text, beam = await _parse(request)
+        data, beam = await _parse(request)
+        check_keys(data, ("text", "beam", "layer", "head"))
+        text = data.get("text")
         if not isinstance(text, str) or not text.strip():
             raise RequestError(422, '"text" must be one non-empty string')
         parse_texts([text], limits)
-        png = await run_in_threadpool(engine.attention_png, text, beam)
+        layer, head = parse_map_choice(data, engine)
+        png = await run_in_threadpool(engine.attention_png, text, beam, layer, head)
         return Response(png, media_type="image/png")
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "model": engine.model, "step": engine.step, "engine": engine.name}
+        return {
+            "status": "ok",
+            "model": engine.model,
+            "step": engine.step,
+            "engine": engine.name,
+            "beam": default_beam,
+            "max_beam": limits.max_beam,
+            "layers": engine.layers,
+            "heads": engine.heads,
+            "queued_sentences": batcher.waiting,
+            "batches": batcher.batches,
+            "decoded_sentences": batcher.decoded,
+        }
 
     @app.get("/")
     async def page() -> HTMLResponse:

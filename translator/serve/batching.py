@@ -1,0 +1,171 @@
+"""Dynamic batching for `translator serve`: requests that arrive close together decode together.
+
+One collector task on the event loop forms batches and hands each to a decode thread:
+
+- a batch is formed only when a decode thread is free, so under load it takes whatever waits (up
+  to serve.max_batch_sentences), and at rest the first request waits serve.batch_window_ms for
+  company;
+- a batch holds whole requests of one beam, oldest first; each request gets back its own slice;
+- at most serve.max_queue sentences wait: a request that would pass it gets a 503 at once;
+- a request not answered within serve.timeout_s gets a 503 (and leaves the queue).
+
+The decode threads are as many as the engine decodes at once. With CTranslate2, as many as its
+workers (`inter_threads`): each batch is cut into one piece of like-length sentences per worker
+(`decode_exported`), all queued in CTranslate2 at once, so its workers decode one batch together
+while the next batch already waits in its queue. With PyTorch, one: its model decodes one batch
+at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from translator.config import ServeConfig
+from translator.serve.body import RequestError
+
+log = logging.getLogger("translator")
+
+Decode = Callable[[list[str], int], list[str]]
+RETRY_AFTER = {"Retry-After": "1"}
+
+
+@dataclass(eq=False)  # compared by identity: a job leaves the queue by `remove`
+class Job:
+    """One request waiting: its sentences, beam, the future of its translations, when it came."""
+
+    texts: list[str]
+    beam: int
+    future: asyncio.Future
+    arrived: float
+
+
+class Batcher:
+    """Queue requests, decode them in batches on `workers` threads, answer each its own part."""
+
+    def __init__(self, decode: Decode, workers: int, limits: ServeConfig) -> None:
+        self.decode = decode
+        self.workers = workers
+        self.limits = limits
+        self.pending: deque[Job] = deque()
+        self.waiting = 0  # sentences in `pending`
+        self.batches = 0  # batches and sentences decoded: /health shows them
+        self.decoded = 0
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="translator-decode")
+        self._task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        """Start the collector on the running event loop."""
+        self._free = asyncio.Semaphore(self.workers)
+        self._answered = 0.0  # loop time of the last answers
+        self._arrived = asyncio.Event()
+        self._task = asyncio.create_task(self._collect())
+
+    async def stop(self) -> None:
+        """Stop collecting; decodes under way finish in their threads."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def translate(self, texts: list[str], beam: int) -> list[str]:
+        """The translations of `texts`, decoded with whatever requests come along."""
+        limits = self.limits
+        if self.waiting + len(texts) > limits.max_queue:
+            raise RequestError(
+                503,
+                f"the server is busy: {self.waiting} sentences are waiting "
+                f"(serve.max_queue {limits.max_queue}); try again in a second",
+                RETRY_AFTER,
+            )
+        loop = asyncio.get_running_loop()
+        job = Job(texts, beam, loop.create_future(), loop.time())
+        self.pending.append(job)
+        self.waiting += len(texts)
+        self._arrived.set()
+        try:
+            return await asyncio.wait_for(job.future, limits.timeout_s)
+        except TimeoutError:
+            raise RequestError(
+                503,
+                f"no answer within serve.timeout_s ({limits.timeout_s:g} s): the server is "
+                "overloaded; try again later",
+                RETRY_AFTER,
+            ) from None
+        finally:  # answered, timed out, or the handler was cancelled: out of the queue
+            if not job.future.done():
+                job.future.cancel()
+            self._forget(job)
+
+    def _forget(self, job: Job) -> None:
+        try:
+            self.pending.remove(job)
+        except ValueError:  # already taken into a batch
+            return
+        self.waiting -= len(job.texts)
+
+    async def _collect(self) -> None:
+        loop = asyncio.get_running_loop()
+        window = self.limits.batch_window_ms / 1000
+        while True:
+            await self._free.acquire()
+            while not self.pending:
+                self._arrived.clear()
+                await self._arrived.wait()
+            # Company for the oldest request: what comes within `window` of its arrival, or of
+            # the last answers (their clients, quick to ask again, join the next batch).
+            delay = max(self.pending[0].arrived, self._answered) + window - loop.time()
+            if delay > 0 and self.waiting < self.limits.max_batch_sentences:
+                await asyncio.sleep(delay)
+            batch = self._take()
+            if not batch:  # the ones waiting timed out meanwhile
+                self._free.release()
+                continue
+            decoding = loop.run_in_executor(self._executor, self._decode, batch)
+            decoding.add_done_callback(lambda done, batch=batch: self._answer(batch, done))
+
+    def _take(self) -> list[Job]:
+        """The oldest request and those after it with its beam, up to max_batch_sentences."""
+        if not self.pending:
+            return []
+        beam, room = self.pending[0].beam, self.limits.max_batch_sentences
+        batch, rest, size = [], deque(), 0
+        for job in self.pending:
+            if job.beam == beam and (not batch or size + len(job.texts) <= room):
+                batch.append(job)
+                size += len(job.texts)
+            else:
+                rest.append(job)
+        self.pending = rest
+        self.waiting -= size
+        return batch
+
+    def _decode(self, batch: list[Job]) -> list[str]:
+        texts = [text for job in batch for text in job.texts]
+        translations = self.decode(texts, batch[0].beam)
+        assert len(translations) == len(texts), (len(translations), len(texts))
+        return translations
+
+    def _answer(self, batch: list[Job], done: asyncio.Future) -> None:
+        self._free.release()
+        self._answered = asyncio.get_running_loop().time()
+        self.batches += 1
+        self.decoded += sum(len(job.texts) for job in batch)
+        error = RequestError(503, "the server is stopping") if done.cancelled() else None
+        error = error or done.exception()
+        if error is not None and not isinstance(error, RequestError):
+            log.error("decoding a batch failed", exc_info=error)
+        start = 0
+        for job in batch:
+            end = start + len(job.texts)
+            if job.future.done():  # timed out while decoding
+                pass
+            elif error is not None:
+                job.future.set_exception(error)
+            else:
+                job.future.set_result(done.result()[start:end])
+            start = end

@@ -22,7 +22,7 @@ from translator.config import Config, DecodeConfig, apply_override, config_from_
 from translator.data.tokenizer import decode_ids, fingerprint, load_tokenizer
 from translator.device import resolve_device
 from translator.errors import CheckpointError, ConfigError
-from translator.inference.attention import translation_figure
+from translator.inference.attention import Head, translation_figure
 from translator.inference.decode import translate_ids
 from translator.inference.text import encode_sources, translate_texts  # noqa: F401  (encode_sources: re-exported)
 from translator.model.transformer import Transformer, build_model
@@ -253,8 +253,10 @@ def save_attention(
     beam: int | None = None,
     layer: int | None = None,
     self_attention: bool = False,
+    head: Head = None,
 ) -> None:
-    """Translate `sentence` and save a figure of its attention maps to `path` (format by suffix)."""
+    """Translate `sentence` and save a figure of its attention maps to `path` (format by suffix;
+    a file object gets PNG): each head's map, or the one `head` names ("mean": their average)."""
     cfg = loaded.config.decode
     src_ids = encode_sources(loaded.src_tokenizer, [sentence], loaded.max_source_tokens)[0]
     src = torch.tensor([src_ids], device=loaded.device)  # (1, S)
@@ -269,6 +271,7 @@ def save_attention(
         cfg,
         layer,
         self_attention,
+        head,
     )
     try:
         fig.savefig(path, dpi=100)

@@ -6,14 +6,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
-from helpers import make_pairs, write_jsonl
+from helpers import FIXTURES, make_pairs, write_jsonl
 
-from translator.config import Config
-from translator.data.prepare import prepare_data
+from translator.config import Config, load_config
+from translator.data.build import prepare_store
+from translator.data.prepare import load_prepared, prepare_data
+from translator.data.store import open_store
+from translator.data.tokenizer import load_tokenizer
 from translator.errors import DataError
 from translator.model.transformer import build_model
 from translator.run.paths import RunPaths
@@ -157,3 +162,24 @@ def test_a_shared_vocabulary_is_one_tokenizer_and_one_embedding_matrix(
     again.load_state_dict(model.state_dict())
     assert again.output.weight is again.src_embed.tokens.weight
     torch.testing.assert_close(again.output.weight, weight)
+
+
+def test_a_new_store_holds_what_the_earlier_version_encoded(tmp_path: Path) -> None:
+    """The fixture run's encoded.npz was written before the store existed (tests/fixtures): from
+    the same corpus and config, a store prepared afresh holds the same split, tokenizers and ids,
+    so training on it takes the same steps as before."""
+    old = FIXTURES / "run_before_layout"
+    shutil.copy(old / "corpus.jsonl", "corpus.jsonl")  # the config names it relative to the cwd
+    config = load_config(old / "weights" / "old" / "config.yaml", [f"data.store_dir={tmp_path}"])
+    data = load_prepared(prepare_store(config))
+    with np.load(old / "weights" / "old" / "encoded.npz") as z:
+        for split, ds in (("train", data.train), ("valid", data.valid)):
+            for side, seqs in (("src", ds.src_ids), ("tgt", ds.tgt_ids)):
+                assert np.array_equal(z[f"{split}_{side}_ids"], np.asarray(seqs.ids, np.int32))
+                assert np.array_equal(z[f"{split}_{side}_len"], seqs.lengths().astype(np.int32))
+        assert z["valid_text"].tolist() == [text for pair in data.valid_pairs for text in pair]
+    run = old / "weights" / "old"
+    for side, tok in (("src", data.src_tokenizer), ("tgt", data.tgt_tokenizer)):
+        assert tok.to_str() == load_tokenizer(run / f"tokenizer_{side}.json").to_str()
+    split = json.loads((run / "split.json").read_text())["valid"]
+    assert open_store(data.store).valid_positions() == split

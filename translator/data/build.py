@@ -110,11 +110,13 @@ def _build(
     config: Config, ident: dict[str, Any], key: str, given: Given, writer: StoreWriter
 ) -> Store:
     cfg = config.data
+    phases = Phases()
     sources = resolve_sources(cfg)
     stats = FilterStats()
     cleaner = make_cleaner(cfg, _all_pairs(sources, config)) if cfg.restore_accents else None
     corpus = CleanCorpus(writer.tmp / "clean.tsv")
     hashes = corpus.write(sources, config, cleaner or make_cleaner(cfg), stats)
+    phases.done("read + clean")
     keep = first_occurrences(hashes) if cfg.dedup else np.ones(len(hashes), dtype=bool)
     del hashes
     stats.duplicate = int((~keep).sum())
@@ -126,17 +128,34 @@ def _build(
             f"data.source {cfg.source}: no training pairs left after filtering "
             f"({stats.summary()}); check data.lang_src/lang_tgt"
         )
+    phases.done("deduplicate + split")
     tokenizers = given.tokenizers or train_tokenizers(corpus, ~valid, config)
     writer.set_vocab_size(max(t.get_vocab_size() for t in tokenizers))
-    valid_pairs = _encode(corpus, valid, tokenizers, config, writer, stats)
+    phases.done("tokenizers")
+    valid_pairs = _encode(corpus, valid, tokenizers, config, writer, stats, phases)
     if writer.counts["train"] == 0:
         raise DataError(
             f"data.source {cfg.source}: no training pairs left after filtering "
             f"({stats.summary()}); check data.lang_src/lang_tgt and data.max_len"
         )
     meta = {"key": key, "ident": ident, "given": given.fingerprint(), "n_pairs": n_pairs,
-            "stats": dataclasses.asdict(stats)}  # fmt: skip
-    return writer.commit(meta, tokenizers, valid_pairs, np.flatnonzero(valid))
+            "stats": dataclasses.asdict(stats), "seconds": phases.seconds}  # fmt: skip
+    store = writer.commit(meta, tokenizers, valid_pairs, np.flatnonzero(valid))
+    phases.done("write")
+    log.info("phases: %s", ", ".join(f"{k} {v:.1f} s" for k, v in phases.seconds.items()))
+    return store
+
+
+class Phases:
+    """Wall time of each phase of a prepare, in order."""
+
+    def __init__(self) -> None:
+        self.start, self.seconds = time.perf_counter(), {}
+
+    def done(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(now - self.start, 2)
+        self.start = now
 
 
 def _all_pairs(sources: list[Source], config: Config) -> Iterator[Pair]:
@@ -327,6 +346,7 @@ def _encode(
     config: Config,
     writer: StoreWriter,
     stats: FilterStats,
+    phases: Phases,
 ) -> list[Pair]:
     """Encode the kept pairs into the store (training pairs, then name-swapped extras); return
     the validation pairs' text."""
@@ -344,12 +364,14 @@ def _encode(
         valid_pairs += kept
         bar.update(len(chunk))
     bar.close()
+    phases.done("encode")
     copies = config.data.swap_names
     if copies:
         swapped = iter_swapped(corpus.subset(~valid), copies, config.train.seed)
         for chunk in _chunks(swapped, CHUNK):
             kept, _ = _encode_into(writer, "train", chunk, tokenizers, max_len)
             stats.name_swapped += len(kept)
+        phases.done("name swapping + encode")
     return valid_pairs
 
 

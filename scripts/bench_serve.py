@@ -1,12 +1,15 @@
-"""Load on `translator serve`, on loopback only: throughput, latency, and right answers.
+"""Load on `translator serve`, on loopback only: throughput, latency, and right answers, against
+the same sentences decoded offline in the same run.
 
     python scripts/bench_serve.py --model exports/cpu-int8 [--requests 2000 --threads 8]
     python scripts/bench_serve.py --run cpu            # the PyTorch engine
 
 Starts the server on a free 127.0.0.1 port, sends `--requests` POST /translate requests of 1 to
 8 sentences from `--threads` threads, and checks that every reply is the one its own batch gets
-when sent alone (so no reply went to the wrong request). Prints throughput and p50/p95/p99
-latency, then one JSON line with the figures.
+when sent alone (so no reply went to the wrong request). Then stops the server and decodes all
+the sentences the requests carried in one offline call of the same engine (translate_exported or
+translate_sentences, all cores, the same beam). Prints throughput, p50/p95/p99 latency, the
+offline sentences/s and the ratio, then one JSON line with the figures.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench_common import DEFAULT_DATA, print_figures
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -64,6 +69,26 @@ def start_server(engine_args: list[str], port: int) -> subprocess.Popen:
     raise SystemExit("the server did not answer /health within 120 s")
 
 
+def decode_offline(args: argparse.Namespace, sentences: list[str]) -> tuple[list[str], float]:
+    """The same engine in this process, all `sentences` in one call: translations, seconds."""
+    sys.path.insert(0, str(ROOT))
+    if args.model:
+        from translator.export.engine import load_exported, translate_exported
+
+        model = load_exported(args.model)
+        start = time.perf_counter()
+        return translate_exported(model, sentences, args.beam), time.perf_counter() - start
+    import torch
+
+    from translator.inference.predict import load_model, translate_sentences
+    from translator.run.paths import find_checkpoint
+
+    ckpt, run_dir = find_checkpoint(args.run, None, Path("weights"))
+    loaded = load_model(ckpt, run_dir, torch.device("cpu"))
+    start = time.perf_counter()
+    return translate_sentences(loaded, sentences, args.beam), time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     engine = parser.add_mutually_exclusive_group(required=True)
@@ -87,18 +112,39 @@ def main() -> None:
     proc = start_server(["--model", str(args.model)] if args.model else ["--run", args.run], port)
     try:
         expected = [post(url, batch, args.beam)[0] for batch in batches]  # each alone, in turn
+        before = json.loads(urllib.request.urlopen(url.replace("translate", "health")).read())
         start = time.perf_counter()
         with ThreadPoolExecutor(args.threads) as pool:
             replies = list(pool.map(lambda i: post(url, batches[i], args.beam), plan))
         seconds = time.perf_counter() - start
+        health = json.loads(urllib.request.urlopen(url.replace("translate", "health")).read())
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
-    wrong = sum(got != expected[i] for i, (got, _) in zip(plan, replies, strict=True))
     latencies = sorted(latency for _, latency in replies)
     cuts = statistics.quantiles(latencies, n=100)
-    n_sentences = sum(len(batches[i]) for i in plan)
+    carried = [sentence for i in plan for sentence in batches[i]]
+    n_sentences = len(carried)
+    offline, offline_seconds = decode_offline(args, carried)
+    served = [translation for got, _ in replies for translation in got]
+    same = sum(a == b for a, b in zip(served, offline, strict=False)) / n_sentences
+    # An answer is wrong if it is not its own request's: another length, or a sentence that is
+    # neither what the request got alone nor what the offline decode made of it. (int8 results
+    # move slightly with the batch a sentence is decoded in: those that differ from the lone
+    # decode only are counted apart.)
+    wrong = differ = start = 0
+    for i, (got, _) in zip(plan, replies, strict=True):
+        own = offline[start : start + len(batches[i])]
+        start += len(batches[i])
+        differ += sum(a != b for a, b in zip(got, expected[i], strict=False))
+        strays = [a for a, b, c in zip(got, expected[i], own, strict=False) if a not in (b, c)]
+        wrong += len(got) != len(expected[i]) or bool(strays)
+        for stray in strays[:1]:
+            print(
+                f"request {i}: {stray!r} is neither its lone nor its offline decode",
+                file=sys.stderr,
+            )
     print_figures(
         {
             "engine": "ctranslate2" if args.model else "pytorch",
@@ -110,9 +156,16 @@ def main() -> None:
             "seconds": seconds,
             "requests_per_s": args.requests / seconds,
             "sentences_per_s": n_sentences / seconds,
+            "sentences_per_batch": (health["decoded_sentences"] - before["decoded_sentences"])
+            / max(1, health["batches"] - before["batches"]),
             "latency_p50_ms": 1000 * cuts[49],
             "latency_p95_ms": 1000 * cuts[94],
             "latency_p99_ms": 1000 * cuts[98],
+            "offline_seconds": offline_seconds,
+            "offline_sentences_per_s": n_sentences / offline_seconds,
+            "serve_vs_offline": offline_seconds / seconds,
+            "same_as_offline": same,
+            "sentences_unlike_alone": differ,
             "wrong_answers": wrong,
         }
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -304,7 +305,8 @@ def test_the_page_translates_in_headless_chromium(torch_server: Server, tmp_path
         )
     webdriver = pytest.importorskip("selenium.webdriver", reason="pip install selenium")
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
@@ -315,6 +317,8 @@ def test_the_page_translates_in_headless_chromium(torch_server: Server, tmp_path
         "--disable-background-networking",
         "--disable-component-update",
         "--no-first-run",
+        "--disable-quic",
+        "--disable-sync",
         f"--user-data-dir={tmp_path / 'chromium'}",
         "--window-size=900,900",
     ):
@@ -322,21 +326,32 @@ def test_the_page_translates_in_headless_chromium(torch_server: Server, tmp_path
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(CHROMEDRIVER))
     try:
         driver.get(torch_server.url + "/")
+        wait = WebDriverWait(driver, 60)
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#head option")) == 3)
         box = driver.find_element(By.ID, "text")
         box.send_keys("one cat and two dogs .")
-        driver.find_element(By.ID, "go").click()
-        wait = WebDriverWait(driver, 60)
+        box.send_keys(Keys.CONTROL, Keys.ENTER)  # Ctrl+Enter translates
         wait.until(lambda d: d.find_element(By.ID, "result").get_attribute("data-done") == "1")
         shown = driver.find_element(By.ID, "result").text
+        beam = torch_server.health["beam"]  # the page starts at the config's beam
+        assert re.fullmatch(rf"beam {beam} · \d+ ms", driver.find_element(By.ID, "meta").text)
         wait.until(lambda d: d.find_element(By.ID, "attention").is_displayed())
         status, reply = torch_server.post(
-            "/translate", {"text": ["one cat and two dogs ."], "beam": 4}
+            "/translate", {"text": ["one cat and two dogs ."], "beam": beam}
         )
         assert shown == reply["translations"][0] and shown
         image = driver.find_element(By.ID, "attention")
-        assert driver.execute_script("return arguments[0].naturalWidth", image) > 100
+        first = image.get_attribute("src")
+        Select(driver.find_element(By.ID, "head")).select_by_value("2")  # one head, redrawn
+        wait.until(lambda d: d.find_element(By.ID, "attention").get_attribute("src") != first)
+        assert driver.execute_script("return arguments[0].naturalWidth", image) > 300
         shot = Path(os.environ.get("TRANSLATOR_SCREENSHOT", tmp_path / "page.png"))
         driver.save_screenshot(str(shot))
         assert shot.stat().st_size > 1000
+        box.clear()
+        box.send_keys("x" * 61)  # over serve.max_chars: the server's words, as text
+        driver.find_element(By.ID, "go").click()
+        wait.until(lambda d: d.find_element(By.ID, "error").text)
+        assert "at most 60" in driver.find_element(By.ID, "error").text
     finally:
         driver.quit()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 import torch
@@ -33,7 +34,13 @@ class Sequences:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    def __getitem__(self, i: int) -> list[int]:
+    @overload
+    def __getitem__(self, i: int) -> list[int]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[list[int]]: ...
+    def __getitem__(self, i: int | slice) -> list[int] | list[list[int]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
         return self.ids[self.offsets[i] : self.offsets[i + 1]].tolist()
 
     def __iter__(self) -> Iterator[list[int]]:

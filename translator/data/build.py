@@ -29,7 +29,6 @@ from tqdm import tqdm
 
 from translator.config import Config, TokenizerConfig
 from translator.data.augment import iter_swapped
-from translator.data.batching import BilingualDataset
 from translator.data.clean import (
     CleanedChunk,
     Cleaner,
@@ -39,6 +38,7 @@ from translator.data.clean import (
     make_cleaner,
     split_mask,
 )
+from translator.data.encode import encode_kept
 from translator.data.read import Pair, Source, iter_source, resolve_sources
 from translator.data.store import (
     Given,
@@ -270,8 +270,10 @@ def _chain(*items: Any) -> Iterator[Any]:
 
 
 def _ignore_sigint() -> None:
-    """Worker processes leave Ctrl-C to the main process, which stops them."""
+    """Worker processes leave Ctrl-C to the main process, which stops them (with SIGTERM: a
+    forked worker must not keep the main process's handler that turns it into Ctrl-C)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _bar(phase: str, unit: str, total: int | None = None) -> tqdm:
@@ -386,33 +388,3 @@ def _encode_into(
     src, tgt, keep = encode_kept(pairs, *tokenizers, max_len)
     writer.append(split, [src[i] for i in keep], [tgt[i] for i in keep])
     return [pairs[i] for i in keep], len(pairs) - len(keep)
-
-
-def encode_kept(
-    pairs: list[Pair], src_tok: Tokenizer, tgt_tok: Tokenizer, max_len: int
-) -> tuple[list[list[int]], list[list[int]], list[int]]:
-    """Both sides' ids, and the positions of the pairs whose sides are 1..max_len tokens long."""
-    if not pairs:
-        return [], [], []
-    src = _ids(src_tok, [s for s, _ in pairs])
-    tgt = _ids(tgt_tok, [t for _, t in pairs])
-    keep = [
-        i
-        for i, (s, t) in enumerate(zip(src, tgt, strict=True))
-        if 0 < len(s) <= max_len and 0 < len(t) <= max_len
-    ]
-    return src, tgt, keep
-
-
-def encode_pairs(
-    pairs: list[Pair], src_tok: Tokenizer, tgt_tok: Tokenizer, max_len: int, stats: FilterStats
-) -> tuple[BilingualDataset, list[int]]:
-    """Encode pairs in memory; drop (and count) those with a side longer than `max_len` tokens."""
-    src, tgt, keep = encode_kept(pairs, src_tok, tgt_tok, max_len)
-    stats.too_long += len(pairs) - len(keep)
-    return BilingualDataset([src[i] for i in keep], [tgt[i] for i in keep]), keep
-
-
-def _ids(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
-    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
-    return [e.ids for e in encode(texts)]

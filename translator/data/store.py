@@ -25,6 +25,7 @@ import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import IO, Any
 
@@ -181,7 +182,7 @@ class StoreWriter:
         for side, seqs in zip(SIDES, (src, tgt), strict=True):
             lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
             total = int(lengths.sum())
-            ids = np.fromiter((i for s in seqs for i in s), dtype=self.dtype, count=total)
+            ids = np.fromiter(chain.from_iterable(seqs), dtype=self.dtype, count=total)
             name = f"{split}.{side}"
             start = self.totals.get(name, 0)
             if name not in self.totals:

@@ -86,7 +86,8 @@ class TokenizerConfig:
     embeddings and the output layer then share one matrix."""
     train_sample: int | None = 1_000_000
     """Train the tokenizers on a seeded sample of at most this many training pairs (all of them
-    when there are fewer); null: on every training pair, however many."""
+    when there are fewer); null: on every training pair, however many. Name swapping finds its
+    names in the same sample."""
 
     def validate(self) -> None:
         _positive(self, "tokenizer", "min_freq", "max_vocab", "vocab_size", "train_sample")

@@ -65,12 +65,14 @@ def swap_names(pairs: Sequence[Pair], copies: int, seed: int) -> list[Pair]:
     return list(iter_swapped(pairs, copies, seed))
 
 
-def iter_swapped(pairs: Iterable[Pair], copies: int, seed: int) -> Iterator[Pair]:
-    """The pairs of `swap_names`, one at a time. `pairs` is read twice (names, then swaps), so it
-    may be a re-readable stream of a corpus on disk."""
+def iter_swapped(
+    pairs: Iterable[Pair], copies: int, seed: int, names_from: Iterable[Pair] | None = None
+) -> Iterator[Pair]:
+    """The pairs of `swap_names`, one at a time, the names found in `names_from` (default: all
+    of `pairs`, which is then read twice, so it may be a re-readable stream from disk)."""
     if copies <= 0:
         return
-    names = name_inventory(pairs)
+    names = name_inventory(pairs if names_from is None else names_from)
     if len(names) < 2:
         return
     known = set(names)

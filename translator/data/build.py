@@ -369,7 +369,11 @@ def _encode(
     phases.done("encode")
     copies = config.data.swap_names
     if copies:
-        swapped = iter_swapped(corpus.subset(~valid), copies, config.train.seed)
+        # Names are found in the tokenizers' sample: all training pairs up to its size, and a
+        # seeded share of a larger corpus (where a name seen once more changes little).
+        sample = _sample(~valid, config.tokenizer.train_sample, config.train.seed)
+        names_from = corpus.subset(sample) if sample.sum() < (~valid).sum() else None
+        swapped = iter_swapped(corpus.subset(~valid), copies, config.train.seed, names_from)
         for chunk in _chunks(swapped, CHUNK):
             kept, _ = _encode_into(writer, "train", chunk, tokenizers, max_len)
             stats.name_swapped += len(kept)

@@ -210,7 +210,7 @@ def build_app(engine: Engine) -> Any:
         return JSONResponse({"error": message}, status_code=500)
 
     app.add_middleware(
-        Bounded, capacity=limits.max_queue + engine.workers * limits.max_batch_sentences
+        Bounded, capacity=limits.max_queue + BATCHES_AT_ONCE * limits.max_batch_sentences
     )
 
     async def _parse(request: Request) -> tuple[dict[str, Any], int]:

@@ -2,7 +2,8 @@
 
 The layering, from the bottom:
 
-    ground     config, errors, device, metrics, specials, run/  imports no wing
+    ground     config, errors, device, metrics, specials, cpu,  imports no wing
+               run/
     data       read, clean, tokenizers, prepared data, batches  may import the ground
     model      the Transformer                                  may import the ground
     inference  decoding, translate, validate                    + data, model

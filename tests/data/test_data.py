@@ -14,8 +14,8 @@ from helpers import make_pairs, write_jsonl
 
 from translator.config import DataConfig
 from translator.data.batching import BilingualDataset, TokenBatchSampler, collate
-from translator.data.encode import encode_pairs
 from translator.data.clean import FilterStats, clean_pairs, split_indices
+from translator.data.encode import encode_pairs
 from translator.data.read import read_local_pairs, read_pairs
 from translator.data.tokenizer import train_tokenizer
 from translator.errors import DataError

@@ -84,7 +84,7 @@ class TokenizerConfig:
     shared: bool = False
     """One vocabulary for both languages, trained on both sides; the encoder's and decoder's
     embeddings and the output layer then share one matrix."""
-    train_sample: int | None = 1_000_000
+    train_sample: int | None = 500_000
     """Train the tokenizers on a seeded sample of at most this many training pairs (all of them
     when there are fewer); null: on every training pair, however many. Name swapping finds its
     names in the same sample."""

@@ -75,18 +75,25 @@ def iter_swapped(
     names = name_inventory(pairs if names_from is None else names_from)
     if len(names) < 2:
         return
-    known = set(names)
+    known = frozenset(names)
+    # Only words that start with a name's first letter are looked up (most words are skipped in
+    # the regex engine): the same words as _NAME finds, fewer of them.
+    initials = re.escape("".join(sorted({name[0] for name in names})))
+    candidates = re.compile(rf"(?<![^\W\d_])[{initials}][^\W\d_]+")
     rng = np.random.default_rng(seed)
     for src, tgt in pairs:
-        tgt_words = set(_WORD.findall(tgt))
-        found = sorted({w for w in _NAME.findall(src) if w in known and w in tgt_words})
-        if not found:
+        in_src = known.intersection(candidates.findall(src))
+        if not in_src:
             continue
-        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, found)) + r")\b")
-        for _ in range(copies):
+        found = sorted(in_src.intersection(_WORD.findall(tgt)))
+        for _ in range(copies if found else 0):
             new = {w: names[int(rng.integers(len(names)))] for w in found}
-            yield _replace(pattern, new, src), _replace(pattern, new, tgt)
+            yield _replace(new, src), _replace(new, tgt)
 
 
-def _replace(pattern: re.Pattern[str], new: dict[str, str], text: str) -> str:
-    return pattern.sub(lambda m: new[m.group()], text)
+_WHOLE_WORD = re.compile(r"\w+")
+
+
+def _replace(new: dict[str, str], text: str) -> str:
+    """`text` with each whole word (a maximal run of \\w) that `new` maps replaced."""
+    return _WHOLE_WORD.sub(lambda m: new.get(m.group(), m.group()), text)

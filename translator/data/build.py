@@ -12,12 +12,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import multiprocessing
 import os
 import signal
 import threading
 import time
-from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
@@ -30,15 +28,13 @@ from tqdm import tqdm
 from translator.config import Config, TokenizerConfig
 from translator.data.augment import iter_swapped
 from translator.data.clean import (
-    CleanedChunk,
     Cleaner,
     FilterStats,
-    clean_chunk,
     first_occurrences,
     make_cleaner,
     split_mask,
 )
-from translator.data.encode import encode_kept
+from translator.data.encode import encode_ahead, for_clean_text
 from translator.data.read import Pair, Source, iter_source, resolve_sources
 from translator.data.store import (
     Given,
@@ -50,6 +46,7 @@ from translator.data.store import (
     store_root,
 )
 from translator.data.tokenizer import train_tokenizer
+from translator.data.workers import clean_in_workers
 from translator.errors import DataError, TranslatorError
 
 log = logging.getLogger("translator")
@@ -113,7 +110,10 @@ def _build(
     phases = Phases()
     sources = resolve_sources(cfg)
     stats = FilterStats()
-    cleaner = make_cleaner(cfg, _all_pairs(sources, config)) if cfg.restore_accents else None
+    # The accent lexicon is counted on the corpus's first `tokenizer.train_sample` pairs: all of
+    # a corpus up to that size, and plenty of each accented word's spellings beyond it.
+    lexicon_pairs = islice(_all_pairs(sources, config), config.tokenizer.train_sample)
+    cleaner = make_cleaner(cfg, lexicon_pairs) if cfg.restore_accents else None
     corpus = CleanCorpus(writer.tmp / "clean.tsv")
     hashes = corpus.write(sources, config, cleaner or make_cleaner(cfg), stats)
     phases.done("read + clean")
@@ -199,7 +199,7 @@ class CleanCorpus:
             for source in sources:
                 read_before = stats.read
                 chunks = _chunks(iter_source(source, config.data), CHUNK)
-                for chunk in _clean_stream(chunks, cleaner, workers):
+                for chunk in clean_in_workers(chunks, cleaner, workers):
                     out.writelines(f"{s}\t{t}\n" for s, t in chunk.pairs)
                     hashes.append(chunk.hashes)
                     n = len(chunk.pairs) + chunk.empty
@@ -237,43 +237,6 @@ class CleanCorpus:
 def _chunks(pairs: Iterator[Pair], size: int) -> Iterator[list[Pair]]:
     while chunk := list(islice(pairs, size)):
         yield chunk
-
-
-def _clean_stream(
-    chunks: Iterator[list[Pair]], cleaner: Cleaner, workers: int
-) -> Iterator[CleanedChunk]:
-    """`clean_chunk` over the chunks, in order: in `workers` processes when there is more than one
-    chunk, with at most two chunks per worker in flight (memory stays bounded)."""
-    first = next(chunks, None)
-    second = next(chunks, None) if first is not None else None
-    if second is None or workers < 2:
-        for chunk in (c for c in (first, second) if c is not None):
-            yield clean_chunk(chunk, cleaner)
-        for chunk in chunks:
-            yield clean_chunk(chunk, cleaner)
-        return
-    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with context.Pool(workers, initializer=_ignore_sigint) as pool:
-        pending: deque = deque()
-        for chunk in _chain(first, second, chunks):
-            pending.append(pool.apply_async(clean_chunk, (chunk, cleaner)))
-            if len(pending) >= 2 * workers:
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
-
-
-def _chain(*items: Any) -> Iterator[Any]:
-    *firsts, rest = items
-    yield from firsts
-    yield from rest
-
-
-def _ignore_sigint() -> None:
-    """Worker processes leave Ctrl-C to the main process, which stops them (with SIGTERM: a
-    forked worker must not keep the main process's handler that turns it into Ctrl-C)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _bar(phase: str, unit: str, total: int | None = None) -> tqdm:
@@ -353,17 +316,19 @@ def _encode(
     """Encode the kept pairs into the store (training pairs, then name-swapped extras); return
     the validation pairs' text."""
     max_len = config.data.max_len
+    if config.data.normalize == "nfc":
+        tokenizers = for_clean_text(*tokenizers)
     bar = _bar("encode", "pairs", len(valid))
     valid_pairs: list[Pair] = []
     is_valid = iter(valid.tolist())
-    for chunk in _chunks(iter(corpus), CHUNK):
+    for chunk, src, tgt, keep in encode_ahead(_chunks(iter(corpus), CHUNK), *tokenizers, max_len):
         flags = list(islice(is_valid, len(chunk)))
-        train_part = [p for p, v in zip(chunk, flags, strict=True) if not v]
-        valid_part = [p for p, v in zip(chunk, flags, strict=True) if v]
-        _, dropped = _encode_into(writer, "train", train_part, tokenizers, max_len)
-        kept, dropped_valid = _encode_into(writer, "valid", valid_part, tokenizers, max_len)
-        stats.too_long += dropped + dropped_valid
-        valid_pairs += kept
+        train_keep = [i for i in keep if not flags[i]]
+        valid_keep = [i for i in keep if flags[i]]
+        writer.append("train", [src[i] for i in train_keep], [tgt[i] for i in train_keep])
+        writer.append("valid", [src[i] for i in valid_keep], [tgt[i] for i in valid_keep])
+        stats.too_long += len(chunk) - len(keep)
+        valid_pairs += [chunk[i] for i in valid_keep]
         bar.update(len(chunk))
     bar.close()
     phases.done("encode")
@@ -374,21 +339,8 @@ def _encode(
         sample = _sample(~valid, config.tokenizer.train_sample, config.train.seed)
         names_from = corpus.subset(sample) if sample.sum() < (~valid).sum() else None
         swapped = iter_swapped(corpus.subset(~valid), copies, config.train.seed, names_from)
-        for chunk in _chunks(swapped, CHUNK):
-            kept, _ = _encode_into(writer, "train", chunk, tokenizers, max_len)
-            stats.name_swapped += len(kept)
+        for _, src, tgt, keep in encode_ahead(_chunks(swapped, CHUNK), *tokenizers, max_len):
+            writer.append("train", [src[i] for i in keep], [tgt[i] for i in keep])
+            stats.name_swapped += len(keep)
         phases.done("name swapping + encode")
     return valid_pairs
-
-
-def _encode_into(
-    writer: StoreWriter,
-    split: str,
-    pairs: list[Pair],
-    tokenizers: tuple[Tokenizer, Tokenizer],
-    max_len: int,
-) -> tuple[list[Pair], int]:
-    """Encode `pairs`, append those with both sides 1..max_len tokens; (kept pairs, dropped)."""
-    src, tgt, keep = encode_kept(pairs, *tokenizers, max_len)
-    writer.append(split, [src[i] for i in keep], [tgt[i] for i in keep])
-    return [pairs[i] for i in keep], len(pairs) - len(keep)

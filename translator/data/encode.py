@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+
 from tokenizers import Tokenizer
 
 from translator.data.batching import BilingualDataset
@@ -23,6 +26,37 @@ def encode_kept(
         if 0 < len(s) <= max_len and 0 < len(t) <= max_len
     ]
     return src, tgt, keep
+
+
+def for_clean_text(src_tok: Tokenizer, tgt_tok: Tokenizer) -> tuple[Tokenizer, Tokenizer]:
+    """Copies of the tokenizers without their normalizer, for text that cleaning has already put
+    in its form (`data.normalize: nfc` and single spaces, so NFC, `\\s+` -> ` ` and the strip are
+    no-ops): the same ids, a sixth less time (measured on the shared corpus)."""
+    copies: dict[int, Tokenizer] = {}
+    for tok in (src_tok, tgt_tok):
+        if id(tok) not in copies:
+            copy = Tokenizer.from_str(tok.to_str())
+            copy.normalizer = None
+            copy.encode_special_tokens = tok.encode_special_tokens  # not in to_str()
+            copies[id(tok)] = copy
+    return copies[id(src_tok)], copies[id(tgt_tok)]
+
+
+def encode_ahead(
+    chunks: Iterable[list[Pair]], src_tok: Tokenizer, tgt_tok: Tokenizer, max_len: int
+) -> Iterator[tuple[list[Pair], list[list[int]], list[list[int]], list[int]]]:
+    """`encode_kept` of each chunk, with the chunk: one chunk encoded in a thread while the caller
+    stores the one before and makes the next (the library's encoder leaves Python's lock free), so
+    the Python work around encoding runs while the encoder does."""
+    with ThreadPoolExecutor(1, thread_name_prefix="encode") as pool:
+        pending: tuple[list[Pair], Future] | None = None
+        for chunk in chunks:
+            ahead = (chunk, pool.submit(encode_kept, chunk, src_tok, tgt_tok, max_len))
+            if pending is not None:
+                yield pending[0], *pending[1].result()
+            pending = ahead
+        if pending is not None:
+            yield pending[0], *pending[1].result()
 
 
 def encode_pairs(

@@ -37,7 +37,9 @@ SHORT = {
 }
 # Endings that mark a final stressed vowel in words of two syllables or more.
 STRESSED_ENDINGS = ("ta", "ra", "ro", "che")
-ACCENTED_WORD = re.compile(r"\w*[àèéìíòóùú](?!\w)")
+# (anchored at a word's start: unanchored, a word without a final accent is rescanned from each
+# of its letters)
+ACCENTED_WORD = re.compile(r"(?<!\w)\w*[àèéìíòóùú](?!\w)")
 # A word ending in a vowel and an apostrophe that does not join a following word.
 # (It may follow an elision: `dov'e'` -> `dov'è`, `c'e'` -> `c'è`.)
 CANDIDATE = re.compile(r"(?<!\w)(\w*[aeiouAEIOU])(['’])(?!\w)")
@@ -51,7 +53,13 @@ def nfc(text: str) -> str:
 
 def accent_lexicon(sentences: Iterable[str], min_count: int = 2) -> dict[str, int]:
     """Lower-cased words that end in an accented vowel, seen at least `min_count` times: counts."""
-    counts = Counter(w.lower() for s in sentences for w in ACCENTED_WORD.findall(s))
+    found: Counter[str] = Counter()
+    for sentence in sentences:
+        if words := ACCENTED_WORD.findall(sentence):
+            found.update(words)
+    counts: Counter[str] = Counter()
+    for word, n in found.items():
+        counts[word.lower()] += n
     return {w: n for w, n in counts.items() if n >= min_count}
 
 

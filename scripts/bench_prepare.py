@@ -60,25 +60,28 @@ def write_moses(data: Path, n: int, prefix: Path) -> None:
 
 
 class TreeMemory:
-    """Peak resident memory of a process and all its descendants, polled from /proc."""
+    """Peak resident memory of a process and all its descendants, polled from /proc: all of it
+    (VmRSS, which counts the pages of the memory-mapped store that were read, shared with other
+    processes and given back under pressure), and the private part alone (RssAnon)."""
 
     def __init__(self, pid: int, every: float = 0.1) -> None:
-        self.pid, self.peak, self.done = pid, 0, threading.Event()
+        self.pid, self.peak, self.peak_anon, self.done = pid, 0, 0, threading.Event()
         self.thread = threading.Thread(target=self._poll, args=(every,), daemon=True)
         self.thread.start()
 
     def _poll(self, every: float) -> None:
         while not self.done.wait(every):
-            self.peak = max(self.peak, tree_rss(self.pid))
+            rss, anon = tree_rss(self.pid)
+            self.peak, self.peak_anon = max(self.peak, rss), max(self.peak_anon, anon)
 
-    def stop(self) -> int:
+    def stop(self) -> tuple[int, int]:
         self.done.set()
         self.thread.join()
-        return self.peak
+        return self.peak, self.peak_anon
 
 
-def tree_rss(root: int) -> int:
-    """Bytes resident in `root` and its descendants now."""
+def tree_rss(root: int) -> tuple[int, int]:
+    """Bytes resident in `root` and its descendants now: all, and the private (anonymous) part."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -88,7 +91,7 @@ def tree_rss(root: int) -> int:
                 continue
             ppid = int(stat.rsplit(")", 1)[1].split()[1])
             children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0, [root]
+    total, anon, todo = 0, 0, [root]
     while todo:
         pid = todo.pop()
         todo += children.get(pid, [])
@@ -96,15 +99,18 @@ def tree_rss(root: int) -> int:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
             continue
-        match = re.search(r"VmRSS:\s+(\d+) kB", status)
-        total += int(match.group(1)) * 1024 if match else 0
-    return total
+        for name, value in re.findall(r"(VmRSS|RssAnon):\s+(\d+) kB", status):
+            if name == "VmRSS":
+                total += int(value) * 1024
+            else:
+                anon += int(value) * 1024
+    return total, anon
 
 
 def run(
     args: list[str], cwd: Path, env: dict[str, str]
-) -> tuple[float, int, list[tuple[float, str]]]:
-    """Run a command: wall seconds, peak tree RSS, and each stderr line with its time."""
+) -> tuple[float, tuple[int, int], list[tuple[float, str]]]:
+    """Run a command: wall seconds, peak tree RSS (all, private), each stderr line with its time."""
     start = time.perf_counter()
     proc = subprocess.Popen(args, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
     memory = TreeMemory(proc.pid)
@@ -164,13 +170,15 @@ def bench_size(n: int, args: argparse.Namespace, work: Path) -> dict[str, float]
     floor = encode_alone(store, prefix, n, args.encode_sample)
     figures = {
         f"{n}_prepare_s": prep_s,
-        f"{n}_prepare_peak_rss_gb": prep_rss / 1e9,
+        f"{n}_prepare_peak_rss_gb": prep_rss[0] / 1e9,
+        f"{n}_prepare_peak_private_gb": prep_rss[1] / 1e9,
         f"{n}_store_mb": size / 1e6,
         f"{n}_encode_alone_s": floor,
         f"{n}_prepare_over_encode": prep_s / floor,
         f"{n}_first_step_s": first,
         f"{n}_steps_per_s": rate,
-        f"{n}_train_peak_rss_gb": train_rss / 1e9,
+        f"{n}_train_peak_rss_gb": train_rss[0] / 1e9,
+        f"{n}_train_peak_private_gb": train_rss[1] / 1e9,
     }
     figures |= {f"{n}_phase_{k.replace(' ', '')}_s": v for k, v in meta["seconds"].items()}
     shutil.rmtree(folder)

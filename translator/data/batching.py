@@ -161,13 +161,15 @@ class TokenBatchSampler:
         # stable sort by target length, then source length: ties keep the random order
         order = order[np.lexsort((self.src_lengths[order], self.tgt_lengths[order]))]
         order = order.astype(np.int32, copy=False) if n < 2**31 else order
-        longest_of = np.maximum(self.src_lengths[order], self.tgt_lengths[order]).tolist()
+        longest_of = np.maximum(self.src_lengths[order], self.tgt_lengths[order])
         bounds, start, longest = [], 0, 0
-        for k, length in enumerate(longest_of):
-            if k > start and (k - start + 1) * max(longest, length) > self.batch_tokens:
-                bounds.append(k)
-                start, longest = k, 0
-            longest = max(longest, length)
+        for base in range(0, n, 1 << 20):  # as Python ints a million at a time: a few MB
+            piece = longest_of[base : base + (1 << 20)].tolist()
+            for k, length in enumerate(piece, start=base):
+                if k > start and (k - start + 1) * max(longest, length) > self.batch_tokens:
+                    bounds.append(k)
+                    start, longest = k, 0
+                longest = max(longest, length)
         del longest_of
         batches = np.split(order, bounds) if n else []
         if self.shuffle:

@@ -33,6 +33,10 @@ class DataConfig:
     """On the Italian side (`it`), write accents that the text spells with an apostrophe as real
     accents: `e'` -> `è`, `perche'` -> `perché`, `citta'` -> `città`; elisions and truncations
     (`l'`, `dell'`, `un'`, `po'`, `de'`) stay. See translator/data/normalize.py for the rules."""
+    subtitles: bool = False
+    """Take subtitle habits out of the pairs (translator/data/subtitles.py): dialogue dashes,
+    `[sound notes]` and ♪, speaker labels; and drop pairs whose sides disagree in their number of
+    dialogue turns, are over 3x longer one than the other, or are the same text of 4+ words."""
     max_len: int = 128
     """Longest sentence kept, in tokens per side (specials excluded); longer pairs are dropped."""
     swap_names: int = 0

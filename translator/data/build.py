@@ -202,10 +202,12 @@ class CleanCorpus:
                 for chunk in clean_in_workers(chunks, cleaner, workers):
                     out.writelines(f"{s}\t{t}\n" for s, t in chunk.pairs)
                     hashes.append(chunk.hashes)
-                    n = len(chunk.pairs) + chunk.empty
+                    n = len(chunk.pairs) + chunk.empty + chunk.subtitle_dropped
                     stats.read += n
                     stats.normalized += chunk.normalized
                     stats.empty += chunk.empty
+                    stats.subtitle_changed += chunk.subtitle_changed
+                    stats.subtitle_dropped += chunk.subtitle_dropped
                     bar.update(n)
                 if stats.read == read_before:
                     what = "the file holds" if source.paths else "the dataset has"

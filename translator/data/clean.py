@@ -17,6 +17,7 @@ import numpy as np
 from translator.config import DataConfig
 from translator.data.normalize import accent_lexicon, nfc, restore_accents
 from translator.data.read import Pair
+from translator.data.subtitles import clean_subtitle_pair
 
 
 @dataclass
@@ -28,19 +29,25 @@ class FilterStats:
     empty: int = 0
     duplicate: int = 0
     too_long: int = 0
+    subtitle_changed: int = 0
+    subtitle_dropped: int = 0
     name_swapped: int = 0
     per_source: list[tuple[str, int]] = field(default_factory=list)
     """Pairs read from each entry of data.source, when there are several."""
 
     def summary(self) -> str:
         swapped = f"; {self.name_swapped:,} name-swapped pairs added" if self.name_swapped else ""
+        subtitles = ""
+        if self.subtitle_changed or self.subtitle_dropped:
+            subtitles = (f"; subtitle marks taken out of {self.subtitle_changed:,} pairs, "
+                         f"{self.subtitle_dropped:,} misaligned pairs dropped")  # fmt: skip
         each = ""
         if len(self.per_source) > 1:
             each = " (" + ", ".join(f"{name} {n:,}" for name, n in self.per_source) + ")"
         return (
             f"{self.read:,} pairs read{each}; dropped {self.empty:,} with an empty side, "
             f"{self.duplicate:,} duplicates, {self.too_long:,} too long; "
-            f"{self.normalized:,} changed by normalisation{swapped}"
+            f"{self.normalized:,} changed by normalisation{subtitles}{swapped}"
         )
 
 
@@ -53,6 +60,8 @@ class CleanedChunk:
     """uint64, one per pair of `pairs`: equal pairs have equal hashes."""
     normalized: int
     empty: int
+    subtitle_changed: int = 0
+    subtitle_dropped: int = 0
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,8 @@ class Cleaner:
     lexicon_side: int | None = None
     """The side whose accents are restored (the Italian one), or None."""
     lexicon: dict[str, int] | None = None
+    subtitles: bool = False
+    """`data.subtitles`: take subtitle marks out, drop misaligned pairs."""
 
 
 def make_cleaner(cfg: DataConfig, pairs: Iterable[Pair] = ()) -> Cleaner:
@@ -70,9 +81,9 @@ def make_cleaner(cfg: DataConfig, pairs: Iterable[Pair] = ()) -> Cleaner:
     side of `pairs` (the whole corpus, read once more for it)."""
     side = italian_side(cfg)
     if not cfg.restore_accents or side is None:
-        return Cleaner(cfg.normalize)
+        return Cleaner(cfg.normalize, subtitles=cfg.subtitles)
     texts = (nfc(p[side]) if cfg.normalize == "nfc" else p[side] for p in pairs)
-    return Cleaner(cfg.normalize, side, accent_lexicon(texts))
+    return Cleaner(cfg.normalize, side, accent_lexicon(texts), cfg.subtitles)
 
 
 def italian_side(cfg: DataConfig) -> int | None:
@@ -85,7 +96,7 @@ def clean_chunk(pairs: Sequence[Pair], cleaner: Cleaner) -> CleanedChunk:
     empty side; hash the rest."""
     out: list[Pair] = []
     digests = bytearray()
-    normalized = empty = 0
+    normalized = empty = changed = dropped = 0
     for pair in pairs:
         src, tgt = normalize_pair(pair, cleaner)
         normalized += (src, tgt) != pair
@@ -93,11 +104,18 @@ def clean_chunk(pairs: Sequence[Pair], cleaner: Cleaner) -> CleanedChunk:
         if not src or not tgt:
             empty += 1
             continue
+        if cleaner.subtitles:
+            cleaned = clean_subtitle_pair((src, tgt))
+            if cleaned is None:
+                dropped += 1
+                continue
+            changed += cleaned != (src, tgt)
+            src, tgt = cleaned
         out.append((src, tgt))
         key = f"{len(src)}:{src}{tgt}".encode("utf-8", "surrogatepass")
         digests += hashlib.blake2b(key, digest_size=8).digest()
     hashes = np.frombuffer(bytes(digests), dtype=np.uint64)
-    return CleanedChunk(out, hashes, normalized, empty)
+    return CleanedChunk(out, hashes, normalized, empty, changed, dropped)
 
 
 def normalize_pair(pair: Pair, cleaner: Cleaner) -> Pair:
@@ -126,6 +144,7 @@ def clean_pairs(
     chunk = clean_chunk(pairs, make_cleaner(cfg, pairs))
     stats.read = len(pairs)
     stats.normalized, stats.empty = chunk.normalized, chunk.empty
+    stats.subtitle_changed, stats.subtitle_dropped = chunk.subtitle_changed, chunk.subtitle_dropped
     keep = first_occurrences(chunk.hashes) if cfg.dedup else np.ones(len(chunk.pairs), bool)
     stats.duplicate = int((~keep).sum())
     return [pair for pair, kept in zip(chunk.pairs, keep.tolist(), strict=True) if kept]

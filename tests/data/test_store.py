@@ -99,6 +99,10 @@ def big_corpus(path: Path, n: int) -> Path:
     return write_jsonl(path, make_pairs(n, seed=9))
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_prepare_stops_at_once_and_the_next_one_succeeds(
     tmp_path: Path, sig: signal.Signals
@@ -110,7 +114,10 @@ def test_an_interrupted_prepare_stops_at_once_and_the_next_one_succeeds(
             "--set", f"data.source={corpus}", "--set", f"data.store_dir={store_dir}",
             "--set", "data.workers=2", "--set", "data.dedup=false"]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
+    # Ctrl-C as in a terminal: a test runner started in the background of a script (nohup, `&`)
+    # passes on SIGINT ignored, and Python then leaves it ignored, as it should
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_default_sigint)  # fmt: skip
     deadline = time.monotonic() + 60
     while not any(p.name.startswith(".tmp-") for p in store_dir.glob("*")):  # preparing now
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()

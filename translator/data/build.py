@@ -202,13 +202,7 @@ class CleanCorpus:
                 for chunk in clean_in_workers(chunks, cleaner, workers):
                     out.writelines(f"{s}\t{t}\n" for s, t in chunk.pairs)
                     hashes.append(chunk.hashes)
-                    n = len(chunk.pairs) + chunk.empty + chunk.subtitle_dropped
-                    stats.read += n
-                    stats.normalized += chunk.normalized
-                    stats.empty += chunk.empty
-                    stats.subtitle_changed += chunk.subtitle_changed
-                    stats.subtitle_dropped += chunk.subtitle_dropped
-                    bar.update(n)
+                    bar.update(stats.count(chunk))
                 if stats.read == read_before:
                     what = "the file holds" if source.paths else "the dataset has"
                     raise DataError(f"{source.name}: {what} no sentence pairs")

@@ -35,6 +35,16 @@ class FilterStats:
     per_source: list[tuple[str, int]] = field(default_factory=list)
     """Pairs read from each entry of data.source, when there are several."""
 
+    def count(self, chunk: CleanedChunk) -> int:
+        """Add a cleaned chunk's counts; the number of pairs it was made from."""
+        read = len(chunk.pairs) + chunk.empty + chunk.subtitle_dropped
+        self.read += read
+        self.normalized += chunk.normalized
+        self.empty += chunk.empty
+        self.subtitle_changed += chunk.subtitle_changed
+        self.subtitle_dropped += chunk.subtitle_dropped
+        return read
+
     def summary(self) -> str:
         swapped = f"; {self.name_swapped:,} name-swapped pairs added" if self.name_swapped else ""
         subtitles = ""
@@ -142,9 +152,7 @@ def clean_pairs(
     side and (with `data.dedup`) exact duplicates."""
     cfg = cfg or DataConfig()
     chunk = clean_chunk(pairs, make_cleaner(cfg, pairs))
-    stats.read = len(pairs)
-    stats.normalized, stats.empty = chunk.normalized, chunk.empty
-    stats.subtitle_changed, stats.subtitle_dropped = chunk.subtitle_changed, chunk.subtitle_dropped
+    stats.count(chunk)
     keep = first_occurrences(chunk.hashes) if cfg.dedup else np.ones(len(chunk.pairs), bool)
     stats.duplicate = int((~keep).sum())
     return [pair for pair, kept in zip(chunk.pairs, keep.tolist(), strict=True) if kept]

@@ -14,6 +14,7 @@ import os
 import signal
 from collections import deque
 from collections.abc import Iterator
+from itertools import chain, islice
 from multiprocessing.connection import Connection
 
 from translator.data.clean import CleanedChunk, Cleaner, clean_chunk
@@ -25,11 +26,9 @@ def clean_in_workers(
 ) -> Iterator[CleanedChunk]:
     """`clean_chunk` of each chunk, in order: in `workers` processes when there are two chunks or
     more and more than one worker, else here. Memory: one chunk per worker in flight."""
-    first = next(chunks, None)
-    second = next(chunks, None) if first is not None else None
-    if second is None or workers < 2:
-        for chunk in (c for c in (first, second) if c is not None):
-            yield clean_chunk(chunk, cleaner)
+    head = list(islice(chunks, 2))
+    chunks = chain(head, chunks)
+    if len(head) < 2 or workers < 2:
         for chunk in chunks:
             yield clean_chunk(chunk, cleaner)
         return
@@ -46,7 +45,7 @@ def clean_in_workers(
             pipes.append(ours)
         idle = deque(range(workers))
         busy: deque[int] = deque()  # in the order their chunks were sent
-        for chunk in _chain(first, second, chunks):
+        for chunk in chunks:
             if not idle:
                 worker = busy.popleft()
                 yield _result(pipes[worker])
@@ -70,12 +69,6 @@ def clean_in_workers(
             if proc.exitcode is None:
                 proc.kill()
                 proc.join()
-
-
-def _chain(first: list[Pair], second: list[Pair], rest: Iterator[list[Pair]]) -> Iterator:
-    yield first
-    yield second
-    yield from rest
 
 
 def _result(pipe: Connection) -> CleanedChunk:

@@ -15,6 +15,7 @@ from translator.config import Config, ModelConfig, load_config
 from translator.data.tokenizer import train_tokenizer
 from translator.errors import ConfigError
 from translator.export.convert import check_exportable, export_model
+from translator.export import engine
 from translator.export.engine import load_exported, translate_exported
 from translator.inference.predict import LoadedModel, load_model, translate_sentences
 from translator.metrics import corpus_scores
@@ -110,6 +111,34 @@ def test_float32_export_matches_pytorch_greedy_and_int8_is_close(trained: Path) 
     assert abs(bleu_f32 - bleu_torch) <= 0.2
     assert agreement(i8, f32) >= 0.85  # 0.94-0.96 over 5 seeds; 0.36-0.46 when int8 saturates
     assert abs(bleu_i8 - bleu_f32) <= 0.5
+
+
+@pytest.mark.parametrize(
+    ("machine", "vnni", "quantization", "expected"),
+    [
+        ("x86_64", False, "int8", "float32"),  # oneDNN's int8 would saturate, MKL is slow on AMD
+        ("x86_64", False, "int8_float32", "float32"),
+        ("x86_64", True, "int8", "default"),
+        ("x86_64", False, "float32", "default"),
+        ("aarch64", False, "int8", "default"),
+    ],
+)
+def test_int8_is_computed_in_float32_only_where_int8_products_saturate(
+    monkeypatch: pytest.MonkeyPatch, machine: str, vnni: bool, quantization: str, expected: str
+) -> None:
+    monkeypatch.setattr(engine.platform, "machine", lambda: machine)
+    monkeypatch.setattr(engine, "has_int8_dot_product", lambda: vnni)
+    assert engine.cpu_compute_type(quantization) == expected
+
+
+def test_a_few_sentences_dealt_to_two_workers_come_back_in_order(trained: Path) -> None:
+    # 40 sentences: dealt out to 2 workers (as serve's batches are); to one worker they are
+    # cut in like-length batches of 32. Greedy float32 gives each sentence its own output.
+    few = SOURCES[:40]
+    one = translate_exported(load_exported(trained / "ct2-float32", 1), few, beam=1)
+    two = translate_exported(load_exported(trained / "ct2-float32", 2), few, beam=1)
+    assert two == one
+    assert len(set(one)) > 20  # different sentences: a mix-up would show
 
 
 def test_translate_model_cli_matches_run_and_never_imports_torch(trained: Path) -> None:

@@ -77,7 +77,7 @@ def validate_model_command(
     if output is not None:
         write_lines(output, hypotheses)
     shown = SimpleNamespace(
-        config=model.config, checkpoint=f"{model_dir} (CTranslate2 {model.quantization})"
+        config=model.config, checkpoint=f"{model_dir} (CTranslate2 {model.arithmetic})"
     )
     shown.step = model.step
     samples = [(s, r, h) for (s, r), h in zip(data.valid_pairs, hypotheses, strict=True)]

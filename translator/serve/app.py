@@ -81,7 +81,7 @@ def ct2_engine(model_dir: Path, overrides: list[str]) -> Engine:
     model.config = override_decode(model.config, overrides, "serve")
     return Engine(
         "ctranslate2",
-        f"{model.run} ({model_dir}, {model.quantization})",
+        f"{model.run} ({model_dir}, {model.arithmetic})",
         model.step,
         model.config,
         lambda texts, beam: translate_exported(model, texts, beam),

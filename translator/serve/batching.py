@@ -9,11 +9,11 @@ One collector task on the event loop forms batches and hands each to a decode th
 - at most serve.max_queue sentences wait: a request that would pass it gets a 503 at once;
 - a request not answered within serve.timeout_s gets a 503 (and leaves the queue).
 
-The decode threads are as many as the engine decodes at once. With CTranslate2, as many as its
-workers (`inter_threads`): each batch is cut into one piece of like-length sentences per worker
-(`decode_exported`), all queued in CTranslate2 at once, so its workers decode one batch together
-while the next batch already waits in its queue. With PyTorch, one: its model decodes one batch
-at a time.
+One batch decodes at a time. With CTranslate2, its sentences are dealt out among its workers
+(`inter_threads`, one per core), a like mix of lengths each (`decode_exported`), so the workers
+end together; a batch each per worker was slower (345 against 533 sentences/s under
+scripts/bench_serve.py): with the clients waiting on their answers, two batches halve the
+sentences in each. With PyTorch, its model decodes one batch at a time.
 """
 
 from __future__ import annotations

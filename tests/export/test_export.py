@@ -14,8 +14,8 @@ from helpers import cli, export, make_pairs, train_tiny
 from translator.config import Config, ModelConfig, load_config
 from translator.data.tokenizer import train_tokenizer
 from translator.errors import ConfigError
-from translator.export.convert import check_exportable, export_model
 from translator.export import engine
+from translator.export.convert import check_exportable, export_model
 from translator.export.engine import load_exported, translate_exported
 from translator.inference.predict import LoadedModel, load_model, translate_sentences
 from translator.metrics import corpus_scores

@@ -8,8 +8,10 @@ Starts the server on a free 127.0.0.1 port, sends `--requests` POST /translate r
 8 sentences from `--threads` threads, and checks that every reply is the one its own batch gets
 when sent alone (so no reply went to the wrong request). Then stops the server and decodes all
 the sentences the requests carried in one offline call of the same engine (translate_exported or
-translate_sentences, all cores, the same beam). Prints throughput, p50/p95/p99 latency, the
-offline sentences/s and the ratio, then one JSON line with the figures.
+translate_sentences, all cores, the same beam), and again in batches of the size the server
+formed, one after another (how fast such batches decode without HTTP: what the server could reach
+with these clients). Prints throughput, p50/p95/p99 latency, the offline sentences/s and the
+ratios, then one JSON line with the figures.
 """
 
 from __future__ import annotations
@@ -69,24 +71,39 @@ def start_server(engine_args: list[str], port: int) -> subprocess.Popen:
     raise SystemExit("the server did not answer /health within 120 s")
 
 
-def decode_offline(args: argparse.Namespace, sentences: list[str]) -> tuple[list[str], float]:
-    """The same engine in this process, all `sentences` in one call: translations, seconds."""
+def decode_offline(
+    args: argparse.Namespace, sentences: list[str], served_batch: int
+) -> tuple[list[str], float, float]:
+    """The same engine in this process: the translations and seconds of all `sentences` in one
+    call, and the seconds of the same sentences in calls of `served_batch` (the size of the
+    server's batches), one after another, with no HTTP: how fast batches of that size decode."""
     sys.path.insert(0, str(ROOT))
     if args.model:
         from translator.export.engine import load_exported, translate_exported
 
         model = load_exported(args.model)
-        start = time.perf_counter()
-        return translate_exported(model, sentences, args.beam), time.perf_counter() - start
-    import torch
 
-    from translator.inference.predict import load_model, translate_sentences
-    from translator.run.paths import find_checkpoint
+        def translate(texts: list[str]) -> list[str]:
+            return translate_exported(model, texts, args.beam)
+    else:
+        import torch
 
-    ckpt, run_dir = find_checkpoint(args.run, None, Path("weights"))
-    loaded = load_model(ckpt, run_dir, torch.device("cpu"))
+        from translator.inference.predict import load_model, translate_sentences
+        from translator.run.paths import find_checkpoint
+
+        ckpt, run_dir = find_checkpoint(args.run, None, Path("weights"))
+        loaded = load_model(ckpt, run_dir, torch.device("cpu"))
+
+        def translate(texts: list[str]) -> list[str]:
+            return translate_sentences(loaded, texts, args.beam)
+
     start = time.perf_counter()
-    return translate_sentences(loaded, sentences, args.beam), time.perf_counter() - start
+    offline = translate(sentences)
+    seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    for first in range(0, len(sentences), served_batch):
+        translate(sentences[first : first + served_batch])
+    return offline, seconds, time.perf_counter() - start
 
 
 def main() -> None:
@@ -126,7 +143,12 @@ def main() -> None:
     cuts = statistics.quantiles(latencies, n=100)
     carried = [sentence for i in plan for sentence in batches[i]]
     n_sentences = len(carried)
-    offline, offline_seconds = decode_offline(args, carried)
+    per_batch = (health["decoded_sentences"] - before["decoded_sentences"]) / max(
+        1, health["batches"] - before["batches"]
+    )
+    offline, offline_seconds, batched_seconds = decode_offline(
+        args, carried, max(1, round(per_batch))
+    )
     served = [translation for got, _ in replies for translation in got]
     same = sum(a == b for a, b in zip(served, offline, strict=False)) / n_sentences
     # An answer is wrong if it is not its own request's: another length, or a sentence that is
@@ -156,14 +178,15 @@ def main() -> None:
             "seconds": seconds,
             "requests_per_s": args.requests / seconds,
             "sentences_per_s": n_sentences / seconds,
-            "sentences_per_batch": (health["decoded_sentences"] - before["decoded_sentences"])
-            / max(1, health["batches"] - before["batches"]),
+            "sentences_per_batch": per_batch,
             "latency_p50_ms": 1000 * cuts[49],
             "latency_p95_ms": 1000 * cuts[94],
             "latency_p99_ms": 1000 * cuts[98],
             "offline_seconds": offline_seconds,
             "offline_sentences_per_s": n_sentences / offline_seconds,
             "serve_vs_offline": offline_seconds / seconds,
+            "offline_in_served_batches_sentences_per_s": n_sentences / batched_seconds,
+            "serve_vs_offline_in_served_batches": batched_seconds / seconds,
             "same_as_offline": same,
             "sentences_unlike_alone": differ,
             "wrong_answers": wrong,

@@ -113,7 +113,9 @@ fetch("health").then(r => r.json()).then(h => {
   $("about").textContent = `model ${h.model}, step ${h.step}, engine ${h.engine}`;
   for (let n = 1; n <= h.layers; n++) $("layer").add(new Option(n, n, false, n === h.layers));
   for (let n = 1; n <= h.heads; n++) $("head").add(new Option(n, n));
-  if ([...$("beam").options].some(o => o.value == h.beam)) $("beam").value = h.beam;
+  // The model's own beam (cpu.yaml decodes with 16) joins the menu, chosen.
+  if (![...$("beam").options].some(o => o.value == h.beam)) $("beam").add(new Option(h.beam));
+  $("beam").value = h.beam;
 });
 </script>
 </body>

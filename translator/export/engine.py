@@ -103,10 +103,10 @@ def load_exported(path: Path, threads: int | None = None) -> ExportedModel:
         src_tok = load_tokenizer(path / "tokenizer_src.json")
         tgt_tok = load_tokenizer(path / "tokenizer_tgt.json")
         threads = threads or int(os.environ.get("OMP_NUM_THREADS", 0) or 0) or os.cpu_count()
-        # One worker per core, each on one thread, decoding different batches side by side: 2.2x
-        # the sentences/s of one worker on two threads (bench_decode.py, cpu.yaml model, int8).
         quantization = str(meta.get("quantization", "?"))
         compute = cpu_compute_type(quantization)
+        # One worker per core, each on one thread, decoding different batches side by side: 2.2x
+        # the sentences/s of one worker on two threads (bench_decode.py, cpu.yaml model, int8).
         translator = ct2.Translator(
             str(path),
             device="cpu",
@@ -162,7 +162,7 @@ def decode_exported(
     detokenize = partial(decode_ids, model.tgt_tokenizer)  # decode.mbr compares texts
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)
     workers = model.translator.num_translators
-    size = max(1, min(dec.batch_size, CT2_BATCH))
+    size = min(dec.batch_size, CT2_BATCH)  # decode.batch_size is at least 1 (config check)
     if len(order) <= workers * size:
         pieces = [order[k::workers] for k in range(min(workers, len(order)))]
     else:

@@ -38,7 +38,7 @@ from translator.serve.page import PAGE
 
 SERVE_EXTRA = 'pip install -e ".[serve]"'
 BATCHES_AT_ONCE = 1
-"""Batches decoded at once: one (CTranslate2's workers share it, one like-length piece each)."""
+"""Batches decoded at once: one (CTranslate2 deals its sentences out among its workers)."""
 
 
 @dataclass

@@ -114,7 +114,7 @@ def load_exported(path: Path, threads: int | None = None) -> ExportedModel:
             intra_threads=1,
             compute_type=compute,
         )
-    except (KeyError, ValueError, RuntimeError, OSError, Exception) as exc:
+    except Exception as exc:  # anything unreadable in the directory: one line, not a trace
         if isinstance(exc, TranslatorError):
             raise
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -233,7 +233,8 @@ def export(
     ] = "int8",
     weights_dir: WeightsDirOpt = Path("weights"),
 ) -> None:
-    """Export a checkpoint to a CTranslate2 model directory (pip install -e ".[fast]")."""
+    # The help is rich markup, where "[fast]" would be read as a style tag and vanish: escape it.
+    r"""Export a checkpoint to a CTranslate2 model directory (pip install -e ".\[fast]")."""
 
     def go() -> None:
         from translator.export.convert import export_command

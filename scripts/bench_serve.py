@@ -4,25 +4,31 @@ the same sentences decoded offline in the same run.
     python scripts/bench_serve.py --model exports/cpu-int8 [--requests 2000 --threads 8]
     python scripts/bench_serve.py --run cpu            # the PyTorch engine
 
-Starts the server on a free 127.0.0.1 port, sends `--requests` POST /translate requests of 1 to
-8 sentences from `--threads` threads, and checks that every reply is the one its own batch gets
-when sent alone (so no reply went to the wrong request). Then stops the server and decodes all
-the sentences the requests carried in one offline call of the same engine (translate_exported or
-translate_sentences, all cores, the same beam), and again in batches of the size the server
-formed, one after another (how fast such batches decode without HTTP: what the server could reach
-with these clients). Prints throughput, p50/p95/p99 latency, the offline sentences/s and the
-ratios, then one JSON line with the figures.
+Starts the server on a free 127.0.0.1 port, sends `--requests` POST /translate requests of 1 to 8
+sentences from `--threads` threads (each keeps its connection alive, as load tools and HTTP client
+libraries do; `--new-connections` opens one per request), and checks that every reply is the one
+its own batch gets when sent alone (so no reply went to the wrong request). Then stops the server
+and decodes all the sentences the requests carried in one offline call of the same engine
+(translate_exported or translate_sentences, all cores, the same beam), and again in batches of the
+size the server formed, one after another (how fast such batches decode without HTTP: what the
+server could reach with these clients). Prints throughput, p50/p95/p99 latency, the offline
+sentences/s and the ratios, the CPU cores the server and the clients used during the load (the
+clients share the machine's cores with the server; offline decoding does not), then one JSON line
+with the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
+import os
 import random
 import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -39,16 +45,34 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def post(url: str, texts: list[str], beam: int) -> tuple[list[str], float]:
+_client = threading.local()  # one kept-alive connection per client thread
+
+
+def post(port: int, texts: list[str], beam: int, keep_alive: bool) -> tuple[list[str], float]:
     """The translations of one request, and its latency in seconds."""
     body = json.dumps({"text": texts, "beam": beam}).encode()
-    request = urllib.request.Request(
-        url, data=body, headers={"Content-Type": "application/json"}, method="POST"
-    )
     start = time.perf_counter()
-    with urllib.request.urlopen(request, timeout=120) as reply:
-        translations = json.loads(reply.read())["translations"]
-    return translations, time.perf_counter() - start
+    conn = getattr(_client, "conn", None) if keep_alive else None
+    if conn is None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        _client.conn = conn
+    conn.request("POST", "/translate", body, {"Content-Type": "application/json"})
+    reply = conn.getresponse()
+    data = reply.read()
+    if not keep_alive:
+        conn.close()
+    if reply.status != 200:
+        raise SystemExit(f"POST /translate answered {reply.status}: {data[:200]!r}")
+    return json.loads(data)["translations"], time.perf_counter() - start
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (Linux /proc; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_server(engine_args: list[str], port: int) -> subprocess.Popen:
@@ -116,6 +140,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--distinct", type=int, default=200, help="distinct request batches")
     parser.add_argument("--beam", type=int, default=1)
+    parser.add_argument(
+        "--new-connections",
+        action="store_true",
+        help="open a connection per request (default: each client thread keeps one alive)",
+    )
     args = parser.parse_args()
 
     rng = random.Random(0)
@@ -125,16 +154,20 @@ def main() -> None:
     plan = [rng.randrange(args.distinct) for _ in range(args.requests)]
 
     port = free_port()
-    url = f"http://127.0.0.1:{port}/translate"
+    health_url = f"http://127.0.0.1:{port}/health"
     proc = start_server(["--model", str(args.model)] if args.model else ["--run", args.run], port)
+    keep = not args.new_connections
     try:
-        expected = [post(url, batch, args.beam)[0] for batch in batches]  # each alone, in turn
-        before = json.loads(urllib.request.urlopen(url.replace("translate", "health")).read())
+        expected = [post(port, batch, args.beam, False)[0] for batch in batches]  # alone, in turn
+        before = json.loads(urllib.request.urlopen(health_url).read())
+        server_cpu, client_cpu = cpu_seconds(proc.pid), time.process_time()
         start = time.perf_counter()
         with ThreadPoolExecutor(args.threads) as pool:
-            replies = list(pool.map(lambda i: post(url, batches[i], args.beam), plan))
+            replies = list(pool.map(lambda i: post(port, batches[i], args.beam, keep), plan))
         seconds = time.perf_counter() - start
-        health = json.loads(urllib.request.urlopen(url.replace("translate", "health")).read())
+        server_cpu = cpu_seconds(proc.pid) - server_cpu
+        client_cpu = time.process_time() - client_cpu
+        health = json.loads(urllib.request.urlopen(health_url).read())
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -179,6 +212,9 @@ def main() -> None:
             "requests_per_s": args.requests / seconds,
             "sentences_per_s": n_sentences / seconds,
             "sentences_per_batch": per_batch,
+            "connections": "one per request" if args.new_connections else "kept alive",
+            "server_cpu_cores": server_cpu / seconds,
+            "client_cpu_cores": client_cpu / seconds,
             "latency_p50_ms": 1000 * cuts[49],
             "latency_p95_ms": 1000 * cuts[94],
             "latency_p99_ms": 1000 * cuts[98],

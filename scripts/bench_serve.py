@@ -141,6 +141,14 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, default=200, help="distinct request batches")
     parser.add_argument("--beam", type=int, default=1)
     parser.add_argument(
+        "--set",
+        dest="set_",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting for the server, e.g. serve.batch_window_ms=2 (repeatable)",
+    )
+    parser.add_argument(
         "--new-connections",
         action="store_true",
         help="open a connection per request (default: each client thread keeps one alive)",
@@ -155,7 +163,8 @@ def main() -> None:
 
     port = free_port()
     health_url = f"http://127.0.0.1:{port}/health"
-    proc = start_server(["--model", str(args.model)] if args.model else ["--run", args.run], port)
+    engine = ["--model", str(args.model)] if args.model else ["--run", args.run]
+    proc = start_server([*engine, *(f"--set={item}" for item in args.set_)], port)
     keep = not args.new_connections
     try:
         expected = [post(port, batch, args.beam, False)[0] for batch in batches]  # alone, in turn
@@ -213,6 +222,7 @@ def main() -> None:
             "sentences_per_s": n_sentences / seconds,
             "sentences_per_batch": per_batch,
             "connections": "one per request" if args.new_connections else "kept alive",
+            "settings": " ".join(args.set_) or "the model's own",
             "server_cpu_cores": server_cpu / seconds,
             "client_cpu_cores": client_cpu / seconds,
             "latency_p50_ms": 1000 * cuts[49],

@@ -133,9 +133,9 @@ def test_int8_is_computed_in_float32_only_where_int8_products_saturate(
     assert engine.cpu_compute_type(quantization) == expected
 
 
-def test_a_few_sentences_dealt_to_two_workers_come_back_in_order(trained: Path) -> None:
-    # 40 sentences: dealt out to 2 workers (as serve's batches are); to one worker they are
-    # cut in like-length batches of 32. Greedy float32 gives each sentence its own output.
+def test_a_few_sentences_cut_in_pieces_for_two_workers_come_back_in_order(trained: Path) -> None:
+    # 40 sentences: 4 like-length pieces of 10 for 2 workers (as serve's batches are); for one
+    # worker, like-length batches of 32 and 8. Greedy float32 gives each sentence its own output.
     few = SOURCES[:40]
     one = translate_exported(load_exported(trained / "ct2-float32", 1), few, beam=1)
     two = translate_exported(load_exported(trained / "ct2-float32", 2), few, beam=1)

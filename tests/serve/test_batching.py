@@ -66,6 +66,33 @@ def test_one_decode_at_a_time_with_one_worker() -> None:
     assert decoder.most_at_once == 1 and len(decoder.batches) >= 5
 
 
+def test_answered_clients_that_ask_again_go_without_waiting_out_the_window() -> None:
+    # Clients that ask again as soon as they are answered. The window (10 s) is for requests
+    # that come at rest; once as many requests wait as were answered and waiting then, the
+    # batch goes. a, b, c fill the first batch (12 sentences) and go at once; d comes while it
+    # decodes; from then on the four go together, each round, without waiting the 10 s.
+    limits = replace(LIMITS, batch_window_ms=10_000, max_batch_sentences=12)
+    decoder = FakeDecoder(seconds=0.1)
+    batcher = Batcher(decoder, 1, limits)
+
+    async def client(name: str, first_size: int, rounds: int) -> None:
+        await batcher.translate([name] * first_size, 1)
+        for round_ in range(1, rounds):
+            await batcher.translate([f"{name}{round_}"], 1)
+
+    async def scenario() -> None:
+        await batcher.start()
+        try:
+            first = asyncio.gather(*(client(name, 4, 5) for name in "abc"))
+            await asyncio.sleep(0.05)
+            await asyncio.wait_for(asyncio.gather(first, client("d", 1, 4)), timeout=5)
+        finally:
+            await batcher.stop()
+
+    asyncio.run(scenario())
+    assert [len(texts) for _, texts in decoder.batches] == [12, 4, 4, 4, 4]
+
+
 def test_a_full_queue_answers_503_with_retry_after_at_once() -> None:
     limits = replace(LIMITS, batch_window_ms=300, max_queue=10)
     requests = [(["a"] * 8, 1), (["b"] * 3, 1), (["c"] * 2, 1)]  # 8 + 3 > 10; 8 + 2 fits

@@ -38,7 +38,7 @@ from translator.serve.page import PAGE
 
 SERVE_EXTRA = 'pip install -e ".[serve]"'
 BATCHES_AT_ONCE = 1
-"""Batches decoded at once: one (CTranslate2 deals its sentences out among its workers)."""
+"""Batches decoded at once: one (CTranslate2 shares its pieces out among its workers)."""
 
 
 @dataclass

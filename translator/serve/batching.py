@@ -4,16 +4,18 @@ One collector task on the event loop forms batches and hands each to a decode th
 
 - a batch is formed only when a decode thread is free, so under load it takes whatever waits (up
   to serve.max_batch_sentences), and at rest the first request waits serve.batch_window_ms for
-  company;
+  company; after answers, it waits at most as long for the clients just answered, who
+  usually ask again at once, and goes when as many requests wait as were answered and waiting
+  then;
 - a batch holds whole requests of one beam, oldest first; each request gets back its own slice;
 - at most serve.max_queue sentences wait: a request that would pass it gets a 503 at once;
 - a request not answered within serve.timeout_s gets a 503 (and leaves the queue).
 
-One batch decodes at a time. With CTranslate2, its sentences are dealt out among its workers
-(`inter_threads`, one per core), a like mix of lengths each (`decode_exported`), so the workers
-end together; a batch each per worker was slower (345 against 533 sentences/s under
-scripts/bench_serve.py): with the clients waiting on their answers, two batches halve the
-sentences in each. With PyTorch, its model decodes one batch at a time.
+One batch decodes at a time. With CTranslate2, its sentences are cut in like-length pieces
+that its workers (`inter_threads`, one per core) take in turn (`decode_exported`); a batch each
+per worker was slower (345 against 533 sentences/s under scripts/bench_serve.py): with the
+clients waiting on their answers, two batches halve the sentences in each. With PyTorch, its
+model decodes one batch at a time.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Batcher:
         """Start the collector on the running event loop."""
         self._free = asyncio.Semaphore(self.workers)
         self._answered = 0.0  # loop time of the last answers
+        self._expected = 0  # requests waiting then, and those answered: their clients come back
         self._arrived = asyncio.Event()
         self._task = asyncio.create_task(self._collect())
 
@@ -116,17 +119,36 @@ class Batcher:
             while not self.pending:
                 self._arrived.clear()
                 await self._arrived.wait()
-            # Company for the oldest request: what comes within `window` of its arrival, or of
-            # the last answers (their clients, quick to ask again, join the next batch).
-            delay = max(self.pending[0].arrived, self._answered) + window - loop.time()
-            if delay > 0 and self.waiting < self.limits.max_batch_sentences:
-                await asyncio.sleep(delay)
+            await self._company(window)
             batch = self._take()
             if not batch:  # the ones waiting timed out meanwhile
                 self._free.release()
                 continue
             decoding = loop.run_in_executor(self._executor, self._decode, batch)
             decoding.add_done_callback(lambda done, batch=batch: self._answer(batch, done))
+
+    async def _company(self, window: float) -> None:
+        """Wait for company for the oldest request: what comes within `window` of its arrival,
+        or of the last answers, whose clients, quick to ask again, join the next batch; once
+        they all have (as many requests wait as were answered then, and as waited then), or
+        the batch is full, go at once."""
+        loop = asyncio.get_running_loop()
+        oldest = self.pending[0].arrived
+        after_answers = oldest <= self._answered + window  # else the server was at rest
+        deadline = max(oldest, self._answered) + window
+        while self.waiting < self.limits.max_batch_sentences:
+            if after_answers and len(self.pending) >= self._expected:
+                return
+            delay = deadline - loop.time()
+            if delay <= 0:
+                return
+            self._arrived.clear()
+            try:
+                await asyncio.wait_for(self._arrived.wait(), delay)
+            except TimeoutError:
+                return
+            if not self.pending:  # the ones waiting timed out meanwhile
+                return
 
     def _take(self) -> list[Job]:
         """The oldest request and those after it with its beam, up to max_batch_sentences."""
@@ -153,6 +175,7 @@ class Batcher:
     def _answer(self, batch: list[Job], done: asyncio.Future) -> None:
         self._free.release()
         self._answered = asyncio.get_running_loop().time()
+        self._expected = len(self.pending) + len(batch)
         self.batches += 1
         self.decoded += sum(len(job.texts) for job in batch)
         error = RequestError(503, "the server is stopping") if done.cancelled() else None

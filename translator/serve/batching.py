@@ -128,10 +128,10 @@ class Batcher:
             decoding.add_done_callback(lambda done, batch=batch: self._answer(batch, done))
 
     async def _company(self, window: float) -> None:
-        """Wait for company for the oldest request: what comes within `window` of its arrival,
-        or of the last answers, whose clients, quick to ask again, join the next batch; once
-        they all have (as many requests wait as were answered then, and as waited then), or
-        the batch is full, go at once."""
+        """Let company gather for the oldest request, then return. At rest: for `window` after
+        it came. After answers: for `window` after them, but only until the clients just
+        answered, quick to ask again, are back (as many requests wait as were answered and
+        were waiting then). A full batch goes at once."""
         loop = asyncio.get_running_loop()
         oldest = self.pending[0].arrived
         after_answers = oldest <= self._answered + window  # else the server was at rest

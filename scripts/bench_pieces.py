@@ -13,8 +13,8 @@ Each way is timed `--repeats` times in turn (the machine's load moves; the best 
 - served, pieces of K: the same batches cut in like-length pieces of K, queued together, so a worker
   that ends a short piece takes the next (K = --served / 4: two pieces per worker, the server now).
 
-CTranslate2 time only: the sentences are tokenized once beforehand, and every call uses the
-options decode_exported uses for greedy search. Prints sentences/s per way and the ratios to
+CTranslate2 time only: the sentences are tokenized once beforehand, and every batch is queued
+as decode_exported queues it (`queue_batch`), greedy. Prints sentences/s per way and the ratios to
 offline, then one JSON line with the figures.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench_common import DEFAULT_DATA, print_figures, request_plan
 
-from translator.export.engine import load_exported, output_limit
+from translator.export.engine import load_exported, output_limit, queue_batch
 from translator.inference.text import encode_sources
 
 
@@ -45,22 +45,13 @@ def main() -> None:
     encoded = encode_sources(model.src_tokenizer, sentences, model.max_source_tokens)
     tokens = [[model.src_tokens[t] for t in ids] for ids in encoded]
     limits = [output_limit(len(ids) - 2, model.config) for ids in encoded]
-    translator = model.translator
 
     def rate(rounds: list[list[list[int]]]) -> float:
         """Sentences/s when each round's pieces are queued together and waited for together."""
         start = time.perf_counter()
         for pieces in rounds:
             queued = [
-                translator.translate_batch(
-                    [tokens[i] for i in rows],
-                    asynchronous=True,
-                    beam_size=1,
-                    max_decoding_length=max(limits[i] for i in rows),
-                    max_input_length=0,
-                    min_decoding_length=0,
-                    disable_unk=model.config.decode.ban_unk,
-                )
+                queue_batch(model, [tokens[i] for i in rows], max(limits[i] for i in rows), 1)
                 for rows in pieces
             ]
             for results in queued:
@@ -94,7 +85,7 @@ def main() -> None:
     figures: dict[str, object] = {
         "model": str(args.model),
         "arithmetic": model.arithmetic,
-        "workers": translator.num_translators,
+        "workers": model.translator.num_translators,
         "sentences": len(tokens),
     }
     for name, value in best.items():

@@ -146,6 +146,23 @@ def output_limit(n_source_words: int, config: Config) -> int:
     return max(1, min(limit, config.model.max_positions - 1))
 
 
+def queue_batch(model: ExportedModel, tokens: list[list[str]], max_length: int, beam: int) -> Any:
+    """Queue one batch of source tokens on CTranslate2's workers; its results, one per sentence,
+    to wait for. `max_length`: the output budget of the batch's longest sentence."""
+    dec = model.config.decode
+    return model.translator.translate_batch(
+        tokens,
+        asynchronous=True,
+        beam_size=beam,
+        length_penalty=dec.alpha if beam > 1 else 0.0,
+        max_decoding_length=max_length,
+        max_input_length=0,
+        min_decoding_length=0,  # CTranslate2 defaults to 1; ours may end at once
+        disable_unk=dec.ban_unk,
+        num_hypotheses=beam if dec.mbr else 1,
+    )
+
+
 def decode_exported(
     model: ExportedModel, sources: list[list[int]], beam: int | None = None
 ) -> list[list[int]]:
@@ -172,18 +189,8 @@ def decode_exported(
     queued = []
     for rows in pieces:
         limits = [output_limit(len(sources[i]) - 2, model.config) for i in rows]
-        results = model.translator.translate_batch(
-            [[model.src_tokens[t] for t in sources[i]] for i in rows],
-            asynchronous=True,
-            beam_size=beam,
-            length_penalty=dec.alpha if beam > 1 else 0.0,
-            max_decoding_length=max(limits),
-            max_input_length=0,
-            min_decoding_length=0,  # CTranslate2 defaults to 1; ours may end at once
-            disable_unk=dec.ban_unk,
-            num_hypotheses=beam if dec.mbr else 1,
-        )
-        queued.append((rows, limits, results))
+        tokens = [[model.src_tokens[t] for t in sources[i]] for i in rows]
+        queued.append((rows, limits, queue_batch(model, tokens, max(limits), beam)))
     outputs: list[list[int]] = [[] for _ in sources]
     unk = model.tgt_ids.get("[UNK]", 0)
     for rows, limits, results in queued:

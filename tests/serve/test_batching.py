@@ -48,7 +48,7 @@ async def _clients(batcher: Batcher, requests: list[tuple[list[str], int]]) -> l
 def test_requests_are_batched_by_beam_and_each_gets_its_own_answers() -> None:
     decoder = FakeDecoder()
     requests = [([f"r{r}s{s}" for s in range(1 + r % 4)], 1 + r % 3) for r in range(18)]
-    answers = asyncio.run(_clients(Batcher(decoder, 1, replace(LIMITS, max_queue=100)), requests))
+    answers = asyncio.run(_clients(Batcher(decoder, replace(LIMITS, max_queue=100)), requests))
     for (texts, beam), answer in zip(requests, answers, strict=True):
         assert [a.rsplit("|", 2)[:2] for a in answer] == [[t, str(beam)] for t in texts]
     assert len(decoder.batches) < len(requests)  # they were decoded together
@@ -62,7 +62,7 @@ def test_one_decode_at_a_time_with_one_worker() -> None:
     decoder = FakeDecoder(seconds=0.02)
     limits = replace(LIMITS, batch_window_ms=0, max_batch_sentences=2)
     requests = [([f"s{n}"], 1) for n in range(10)]
-    asyncio.run(_clients(Batcher(decoder, 1, limits), requests))
+    asyncio.run(_clients(Batcher(decoder, limits), requests))
     assert decoder.most_at_once == 1 and len(decoder.batches) >= 5
 
 
@@ -73,7 +73,7 @@ def test_answered_clients_that_ask_again_go_without_waiting_out_the_window() -> 
     # decodes; from then on the four go together, each round, without waiting the 10 s.
     limits = replace(LIMITS, batch_window_ms=10_000, max_batch_sentences=12)
     decoder = FakeDecoder(seconds=0.1)
-    batcher = Batcher(decoder, 1, limits)
+    batcher = Batcher(decoder, limits)
 
     async def client(name: str, first_size: int, rounds: int) -> None:
         await batcher.translate([name] * first_size, 1)
@@ -96,7 +96,7 @@ def test_answered_clients_that_ask_again_go_without_waiting_out_the_window() -> 
 def test_a_full_queue_answers_503_with_retry_after_at_once() -> None:
     limits = replace(LIMITS, batch_window_ms=300, max_queue=10)
     requests = [(["a"] * 8, 1), (["b"] * 3, 1), (["c"] * 2, 1)]  # 8 + 3 > 10; 8 + 2 fits
-    answers = asyncio.run(_clients(Batcher(FakeDecoder(), 1, limits), requests))
+    answers = asyncio.run(_clients(Batcher(FakeDecoder(), limits), requests))
     assert isinstance(answers[0], list) and isinstance(answers[2], list)
     error = answers[1]
     assert isinstance(error, RequestError) and error.status == 503
@@ -106,7 +106,7 @@ def test_a_full_queue_answers_503_with_retry_after_at_once() -> None:
 def test_a_request_that_waits_too_long_answers_503_and_leaves_the_queue() -> None:
     limits = replace(LIMITS, batch_window_ms=0, timeout_s=0.2)
     decoder = FakeDecoder(seconds=0.5)
-    batcher = Batcher(decoder, 1, limits)
+    batcher = Batcher(decoder, limits)
 
     async def scenario() -> list:
         await batcher.start()
@@ -132,7 +132,7 @@ def test_a_failed_decode_fails_its_requests_only() -> None:
         return texts
 
     limits = replace(LIMITS, batch_window_ms=0, max_batch_sentences=1)
-    answers = asyncio.run(_clients(Batcher(decode, 1, limits), [(["boom"], 1), (["fine"], 1)]))
+    answers = asyncio.run(_clients(Batcher(decode, limits), [(["boom"], 1), (["fine"], 1)]))
     assert isinstance(answers[0], RuntimeError) and answers[1] == ["fine"]
 
 

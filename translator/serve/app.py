@@ -37,8 +37,6 @@ from translator.serve.body import (
 from translator.serve.page import PAGE
 
 SERVE_EXTRA = 'pip install -e ".[serve]"'
-BATCHES_AT_ONCE = 1
-"""Batches decoded at once: one (CTranslate2 shares its pieces out among its workers)."""
 
 
 @dataclass
@@ -182,7 +180,7 @@ def build_app(engine: Engine) -> Any:
             f"without a beam would be refused; --set serve.max_beam={default_beam} "
             "(or a smaller decode.beam)"
         )
-    batcher = Batcher(engine.translate, BATCHES_AT_ONCE, limits)
+    batcher = Batcher(engine.translate, limits)
     max_body = body_limit(limits)
 
     @asynccontextmanager
@@ -209,9 +207,7 @@ def build_app(engine: Engine) -> Any:
         message = f"internal error ({type(exc).__name__}: {first}); the server goes on"
         return JSONResponse({"error": message}, status_code=500)
 
-    app.add_middleware(
-        Bounded, capacity=limits.max_queue + BATCHES_AT_ONCE * limits.max_batch_sentences
-    )
+    app.add_middleware(Bounded, capacity=limits.max_queue + limits.max_batch_sentences)
 
     async def _parse(request: Request) -> tuple[dict[str, Any], int]:
         content_type = request.headers.get("content-type", "")

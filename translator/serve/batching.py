@@ -47,22 +47,21 @@ class Job:
 
 
 class Batcher:
-    """Queue requests, decode them in batches on `workers` threads, answer each its own part."""
+    """Queue requests, decode them one batch at a time on a thread, answer each its own part."""
 
-    def __init__(self, decode: Decode, workers: int, limits: ServeConfig) -> None:
+    def __init__(self, decode: Decode, limits: ServeConfig) -> None:
         self.decode = decode
-        self.workers = workers
         self.limits = limits
         self.pending: deque[Job] = deque()
         self.waiting = 0  # sentences in `pending`
         self.batches = 0  # batches and sentences decoded: /health shows them
         self.decoded = 0
-        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="translator-decode")
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="translator-decode")
         self._task: asyncio.Task | None = None
 
     async def start(self) -> None:
         """Start the collector on the running event loop."""
-        self._free = asyncio.Semaphore(self.workers)
+        self._free = asyncio.Semaphore(1)  # the decode thread is free
         self._answered = 0.0  # loop time of the last answers
         self._expected = 0  # requests waiting then, and those answered: their clients come back
         self._arrived = asyncio.Event()

@@ -58,7 +58,7 @@ def test_requests_are_batched_by_beam_and_each_gets_its_own_answers() -> None:
     assert max(len(texts) for _, texts in decoder.batches) > 4  # more than one request
 
 
-def test_one_decode_at_a_time_with_one_worker() -> None:
+def test_batches_decode_one_at_a_time() -> None:
     decoder = FakeDecoder(seconds=0.02)
     limits = replace(LIMITS, batch_window_ms=0, max_batch_sentences=2)
     requests = [([f"s{n}"], 1) for n in range(10)]

@@ -43,8 +43,8 @@ SERVE_EXTRA = 'pip install -e ".[serve]"'
 class Engine:
     """One loaded model: `translate_fn(texts, beam)`, `attention_fn(text, beam, layer, head)`.
 
-    `workers` decodes may run at once: CTranslate2's own workers (thread-safe, no lock); one for
-    PyTorch, whose decodes and attention maps take turns under `lock`.
+    The batcher sends one batch at a time. With PyTorch, decodes and attention maps (the other
+    endpoint) take turns under `lock`; CTranslate2 has no attention maps and needs none.
     """
 
     name: str  # "ctranslate2" or "pytorch"
@@ -53,7 +53,6 @@ class Engine:
     config: Config
     translate_fn: Any
     attention_fn: Any = None
-    workers: int = 1
     layers: int = 0  # decoder layers and heads, for the page's choice of map
     heads: int = 0
 
@@ -61,7 +60,7 @@ class Engine:
         self.lock = threading.Lock()
 
     def translate(self, texts: list[str], beam: int) -> list[str]:
-        if self.workers > 1:
+        if self.attention_fn is None:
             return self.translate_fn(texts, beam)
         with self.lock:
             return self.translate_fn(texts, beam)
@@ -83,7 +82,6 @@ def ct2_engine(model_dir: Path, overrides: list[str]) -> Engine:
         model.step,
         model.config,
         lambda texts, beam: translate_exported(model, texts, beam),
-        workers=model.translator.num_translators,
     )
 
 

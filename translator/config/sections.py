@@ -92,9 +92,28 @@ class TokenizerConfig:
     """Train the tokenizers on a seeded sample of at most this many training pairs (all of them
     when there are fewer); null: on every training pair, however many. Name swapping finds its
     names in the same sample."""
+    dropout: float = 0.0
+    """BPE-dropout (`bpe` only; Provilkov et al. 2020): each training pair is encoded
+    `dropout_copies` times, each time skipping every merge with this probability, so the model
+    meets a word in several segmentations; epoch e trains on encoding e mod dropout_copies.
+    Validation, the saved tokenizers and decoding never use it. 0 turns it off; 0.1 is the
+    paper's rate."""
+    dropout_copies: int = 10
+    """Encodings of each training pair in the prepared store when `dropout` is above 0 (one per
+    epoch, then again from the first); each costs the disk and prepare time of one encoding."""
 
     def validate(self) -> None:
         _positive(self, "tokenizer", "min_freq", "max_vocab", "vocab_size", "train_sample")
+        _unit_interval(self.dropout, "tokenizer.dropout")
+        if self.dropout and self.kind != "bpe":
+            raise ConfigError(
+                f"tokenizer.dropout ({self.dropout}) needs tokenizer.kind bpe, not {self.kind}; "
+                "set tokenizer.dropout: 0"
+            )
+        if not 1 <= self.dropout_copies <= 255:
+            raise ConfigError(
+                f"tokenizer.dropout_copies must be 1 to 255, got {self.dropout_copies}"
+            )
         if self.vocab_size and self.max_vocab and self.vocab_size != self.max_vocab:
             raise ConfigError(
                 f"tokenizer.vocab_size ({self.vocab_size}) and tokenizer.max_vocab "

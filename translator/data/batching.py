@@ -58,14 +58,20 @@ class Sequences:
 
 class BilingualDataset:
     """Encoded pairs; item i: encoder input [SOS] src [EOS], decoder input [SOS] tgt, label
-    tgt [EOS]. The ids are lists, or flat arrays (`Sequences`) mapped from a prepared store."""
+    tgt [EOS]. The ids are lists, or flat arrays (`Sequences`) mapped from a prepared store.
+
+    `copies`, when given, says which of several encodings of its text each pair is (BPE-dropout
+    writes each training pair several times, an epoch takes one copy of each)."""
 
     def __init__(
         self,
         src_ids: Sequences | Sequence[Sequence[int]],
         tgt_ids: Sequences | Sequence[Sequence[int]],
+        copies: np.ndarray | None = None,
     ) -> None:
         assert len(src_ids) == len(tgt_ids)
+        assert copies is None or len(copies) == len(src_ids)
+        self.copies = copies
         self.src_ids = src_ids if isinstance(src_ids, Sequences) else Sequences.from_lists(src_ids)
         self.tgt_ids = tgt_ids if isinstance(tgt_ids, Sequences) else Sequences.from_lists(tgt_ids)
 
@@ -136,6 +142,8 @@ class TokenBatchSampler:
     """Groups examples of similar length into batches of at most `batch_tokens` padded tokens.
 
     Each epoch's batches are a pure function of (seed, epoch): a resumed run replays them exactly.
+    With `copies` (the copy number of each example, 0..K-1), epoch e uses the examples of copy
+    e mod K only.
     """
 
     def __init__(
@@ -145,22 +153,30 @@ class TokenBatchSampler:
         batch_tokens: int,
         seed: int,
         shuffle: bool = True,
+        copies: np.ndarray | None = None,
     ) -> None:
         self.src_lengths = src_lengths
         self.tgt_lengths = tgt_lengths
         self.batch_tokens = batch_tokens
         self.seed = seed
         self.shuffle = shuffle
+        self.copies = copies
+        self.n_copies = int(copies.max()) + 1 if copies is not None and len(copies) else 1
 
     def batches(self, epoch: int) -> list[np.ndarray]:
         """The index batches for `epoch`: int32 arrays, views of one array of the epoch's order
         (a few bytes per example, however large the corpus)."""
         rng = np.random.default_rng([self.seed, epoch])
-        n = len(self.src_lengths)
-        order = rng.permutation(n) if self.shuffle else np.arange(n)
+        if self.copies is None:
+            n = len(self.src_lengths)
+            order = rng.permutation(n) if self.shuffle else np.arange(n)
+        else:
+            order = np.flatnonzero(self.copies == epoch % self.n_copies)
+            n = len(order)
+            order = order[rng.permutation(n)] if self.shuffle else order
         # stable sort by target length, then source length: ties keep the random order
         order = order[np.lexsort((self.src_lengths[order], self.tgt_lengths[order]))]
-        order = order.astype(np.int32, copy=False) if n < 2**31 else order
+        order = order.astype(np.int32, copy=False) if len(self.src_lengths) < 2**31 else order
         longest_of = np.maximum(self.src_lengths[order], self.tgt_lengths[order])
         bounds, start, longest = [], 0, 0
         for base in range(0, n, 1 << 20):  # as Python ints a million at a time: a few MB

@@ -34,7 +34,7 @@ from translator.data.clean import (
     make_cleaner,
     split_mask,
 )
-from translator.data.encode import encode_ahead, for_clean_text
+from translator.data.encode import encode_ahead, for_clean_text, token_ids
 from translator.data.read import Pair, Source, iter_source, resolve_sources
 from translator.data.store import (
     Given,
@@ -45,7 +45,7 @@ from translator.data.store import (
     store_key,
     store_root,
 )
-from translator.data.tokenizer import train_tokenizer
+from translator.data.tokenizer import train_tokenizer, with_bpe_dropout
 from translator.data.workers import clean_in_workers
 from translator.errors import DataError, TranslatorError
 
@@ -314,6 +314,7 @@ def _encode(
     max_len = config.data.max_len
     if config.data.normalize == "nfc":
         tokenizers = for_clean_text(*tokenizers)
+    append_train = TrainWriter(writer, tokenizers, config.tokenizer, max_len)
     bar = _bar("encode", "pairs", len(valid))
     valid_pairs: list[Pair] = []
     is_valid = iter(valid.tolist())
@@ -321,7 +322,7 @@ def _encode(
         flags = list(islice(is_valid, len(chunk)))
         train_keep = [i for i in keep if not flags[i]]
         valid_keep = [i for i in keep if flags[i]]
-        writer.append("train", [src[i] for i in train_keep], [tgt[i] for i in train_keep])
+        append_train(chunk, src, tgt, train_keep)
         writer.append("valid", [src[i] for i in valid_keep], [tgt[i] for i in valid_keep])
         stats.too_long += len(chunk) - len(keep)
         valid_pairs += [chunk[i] for i in valid_keep]
@@ -335,8 +336,52 @@ def _encode(
         sample = _sample(~valid, config.tokenizer.train_sample, config.train.seed)
         names_from = corpus.subset(sample) if sample.sum() < (~valid).sum() else None
         swapped = iter_swapped(corpus.subset(~valid), copies, config.train.seed, names_from)
-        for _, src, tgt, keep in encode_ahead(_chunks(swapped, CHUNK), *tokenizers, max_len):
-            writer.append("train", [src[i] for i in keep], [tgt[i] for i in keep])
+        for chunk, src, tgt, keep in encode_ahead(_chunks(swapped, CHUNK), *tokenizers, max_len):
+            append_train(chunk, src, tgt, keep)
             stats.name_swapped += len(keep)
         phases.done("name swapping + encode")
     return valid_pairs
+
+
+class TrainWriter:
+    """Appends training pairs to the store: their ids as encoded, or with BPE-dropout
+    (`tokenizer.dropout`), `dropout_copies` encodings of their text, each drawn afresh; an
+    encoding that comes out longer than `max_len` is replaced by the plain one, so every copy
+    holds every pair."""
+
+    def __init__(
+        self,
+        writer: StoreWriter,
+        tokenizers: tuple[Tokenizer, Tokenizer],
+        cfg: TokenizerConfig,
+        max_len: int,
+    ) -> None:
+        self.writer, self.max_len = writer, max_len
+        self.copies = cfg.dropout_copies if cfg.dropout else 0
+        self.dropout = _with_dropout(tokenizers, cfg.dropout) if cfg.dropout else None
+
+    def __call__(
+        self, pairs: list[Pair], src: list[list[int]], tgt: list[list[int]], keep: list[int]
+    ) -> None:
+        """Append the pairs at `keep` (their plain ids `src`, `tgt`)."""
+        src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
+        if self.dropout is None:
+            self.writer.append("train", src, tgt)
+            return
+        texts = [pairs[i] for i in keep]
+        for copy in range(self.copies):
+            drop_src = token_ids(self.dropout[0], [s for s, _ in texts])
+            drop_tgt = token_ids(self.dropout[1], [t for _, t in texts])
+            self.writer.append(
+                "train",
+                [d if len(d) <= self.max_len else p for d, p in zip(drop_src, src, strict=True)],
+                [d if len(d) <= self.max_len else p for d, p in zip(drop_tgt, tgt, strict=True)],
+                copy=copy,
+            )
+
+
+def _with_dropout(tokenizers: tuple[Tokenizer, Tokenizer], rate: float) -> tuple[Tokenizer, ...]:
+    """BPE-dropout copies of the tokenizers (one copy when both sides share one)."""
+    src, tgt = tokenizers
+    drop_src = with_bpe_dropout(src, rate)
+    return drop_src, drop_src if tgt is src else with_bpe_dropout(tgt, rate)

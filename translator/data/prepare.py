@@ -139,9 +139,13 @@ def _write_json(path: Path, record: dict[str, Any]) -> None:
 
 def data_summary(data: PreparedData) -> str:
     """The one-line account of the prepared data that `prepare` and `train` print."""
+    train, copies = f"{len(data.train):,}", data.train.copies
+    if copies is not None and len(copies):
+        n_copies = int(copies.max()) + 1
+        train = f"{len(data.train) // n_copies:,} (each in {n_copies} BPE-dropout encodings)"
     return (
-        f"data: {data.stats.summary()}; {len(data.train):,} train / {len(data.valid):,} valid "
-        f"pairs; vocab {data.src_tokenizer.get_vocab_size():,} src / "
+        f"data: {data.stats.summary()}; {train} train / {len(data.valid):,} valid pairs; "
+        f"vocab {data.src_tokenizer.get_vocab_size():,} src / "
         f"{data.tgt_tokenizer.get_vocab_size():,} tgt"
     )
 

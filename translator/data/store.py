@@ -8,6 +8,8 @@ seed) under `data.store_dir`:
     {train,valid}.{src,tgt}.ids  token ids, flat (uint16 when the vocabulary fits, else uint32)
     {train,valid}.{src,tgt}.off  int64 offsets, one more than there are pairs
     {train,valid}.{src,tgt}.len  lengths (uint16), for bucketing without reading the ids
+    train.copy                 which encoding of its text each pair is (uint8), only with
+                               BPE-dropout (meta.json's `copies` says how many)
     valid.tsv                  the validation pairs' text, source<TAB>target a line
     split.npy                  positions of the validation pairs among the cleaned pairs
 
@@ -43,6 +45,7 @@ from translator.errors import DataError
 FORMAT, VERSION = "translator-store", 1
 SPLITS, SIDES = ("train", "valid"), ("src", "tgt")
 LENGTH_DTYPE = np.uint16  # data.max_len is far below 65,535
+COPY_DTYPE = np.uint8  # tokenizer.dropout_copies is at most 255
 
 
 @dataclass
@@ -53,7 +56,11 @@ class Store:
     meta: dict[str, Any]
 
     def dataset(self, split: str) -> BilingualDataset:
-        return BilingualDataset(*(self._sequences(split, side) for side in SIDES))
+        copies = None
+        if self.meta.get("copies", {}).get(split):
+            n = self.meta["counts"][split]
+            copies = _map(self.path / f"{split}.copy", np.dtype(COPY_DTYPE), n)
+        return BilingualDataset(*(self._sequences(split, side) for side in SIDES), copies=copies)
 
     def _sequences(self, split: str, side: str) -> Sequences:
         n = self.meta["counts"][split]
@@ -98,10 +105,13 @@ def config_ident(config: Config) -> dict[str, Any]:
     tokenizer settings, the seed. Not where files are cached or how many processes work."""
     skip = {"source", "cache_dir", "store_dir", "workers"}
     data = {k: v for k, v in dataclasses.asdict(config.data).items() if k not in skip}
+    tokenizer = dataclasses.asdict(config.tokenizer)
+    if not tokenizer["dropout"]:  # the keys of stores made before BPE-dropout existed
+        del tokenizer["dropout"], tokenizer["dropout_copies"]
     return {
         "sources": [s.fingerprint() for s in resolve_sources(config.data)],
         "data": data,
-        "tokenizer": dataclasses.asdict(config.tokenizer),
+        "tokenizer": tokenizer,
         "seed": config.train.seed,
     }
 
@@ -154,6 +164,8 @@ class StoreWriter:
         self.files: dict[str, IO[bytes]] = {}
         self.totals: dict[str, int] = {}
         self.counts = dict.fromkeys(SPLITS, 0)
+        self.copies: dict[str, int] = {}
+        """Splits that hold several encodings of each pair: how many."""
         self.dtype = np.dtype(np.uint16)
         if vocab_size is not None:
             self.set_vocab_size(vocab_size)
@@ -175,10 +187,21 @@ class StoreWriter:
         self.dtype = np.dtype(np.uint16 if size <= 2**16 else np.uint32)
 
     def append(
-        self, split: str, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]
+        self,
+        split: str,
+        src: Sequence[Sequence[int]],
+        tgt: Sequence[Sequence[int]],
+        copy: int | None = None,
     ) -> None:
-        """Add pairs (their ids, specials excluded) to the end of `split`."""
+        """Add pairs (their ids, specials excluded) to the end of `split`; `copy`: which of
+        several encodings of their text they are (BPE-dropout), the same for every append of a
+        split that has copies."""
         assert len(src) == len(tgt)
+        if self.counts[split] and (copy is not None) != (split in self.copies):
+            raise ValueError(f"store split {split}: pairs with and without a copy number")
+        if copy is not None:
+            self._write(f"{split}.copy", np.full(len(src), copy, dtype=COPY_DTYPE))
+            self.copies[split] = max(self.copies.get(split, 0), copy + 1)
         for side, seqs in zip(SIDES, (src, tgt), strict=True):
             lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
             total = int(lengths.sum())
@@ -222,7 +245,7 @@ class StoreWriter:
             (self.tmp / "valid.tsv").write_text(text, encoding="utf-8")
             np.save(self.tmp / "split.npy", valid_positions.astype(np.int64))
             full = {"format": FORMAT, "version": VERSION, "dtype": self.dtype.name,
-                    "counts": self.counts, **meta}  # fmt: skip
+                    "counts": self.counts, "copies": self.copies, **meta}  # fmt: skip
             (self.tmp / "meta.json").write_text(json.dumps(full, indent=1), encoding="utf-8")
             os.rename(self.tmp, self.final)
         except OSError as exc:

@@ -124,6 +124,19 @@ def _with_byte_fallback(tokenizer: Tokenizer) -> Tokenizer:
     return Tokenizer.from_str(json.dumps(spec))
 
 
+def with_bpe_dropout(tokenizer: Tokenizer, rate: float) -> Tokenizer:
+    """A copy of a BPE tokenizer that skips each merge with probability `rate` (BPE-dropout,
+    Provilkov et al. 2020): the same text in other, smaller pieces each time. For encoding
+    training pairs only; the draws are the tokenizers library's own, not seeded."""
+    spec = json.loads(tokenizer.to_str())
+    if spec["model"]["type"] != "BPE":
+        raise ValueError(f"BPE-dropout needs a BPE tokenizer, not {spec['model']['type']}")
+    spec["model"]["dropout"] = rate
+    copy = Tokenizer.from_str(json.dumps(spec))
+    copy.encode_special_tokens = tokenizer.encode_special_tokens  # not in to_str()
+    return copy
+
+
 def tokenizer_kind(tokenizer: Tokenizer) -> str:
     """`word`, `bpe` or `unigram`; `word` also for runs saved before subwords existed."""
     model = json.loads(tokenizer.to_str())["model"]["type"]

@@ -82,7 +82,11 @@ class Trainer:
         self.amp_dtype = autocast_dtype(self.cfg.precision, device)
         self.progress = Progress()
         self.sampler = TokenBatchSampler(
-            data.train.src_lengths(), data.train.tgt_lengths(), self.cfg.batch_tokens, self.cfg.seed
+            data.train.src_lengths(),
+            data.train.tgt_lengths(),
+            self.cfg.batch_tokens,
+            self.cfg.seed,
+            copies=data.train.copies,
         )
         self.stop_requested = False  # set by a signal handler
         self.stop_agreed = False  # all ranks saw a stop request before the last step

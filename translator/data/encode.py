@@ -10,6 +10,7 @@ from tokenizers import Tokenizer
 from translator.data.batching import BilingualDataset
 from translator.data.clean import FilterStats
 from translator.data.read import Pair
+from translator.data.tokenizer import copy_tokenizer
 
 
 def encode_kept(
@@ -35,9 +36,8 @@ def for_clean_text(src_tok: Tokenizer, tgt_tok: Tokenizer) -> tuple[Tokenizer, T
     copies: dict[int, Tokenizer] = {}
     for tok in (src_tok, tgt_tok):
         if id(tok) not in copies:
-            copy = Tokenizer.from_str(tok.to_str())
+            copy = copy_tokenizer(tok)
             copy.normalizer = None
-            copy.encode_special_tokens = tok.encode_special_tokens  # not in to_str()
             copies[id(tok)] = copy
     return copies[id(src_tok)], copies[id(tgt_tok)]
 

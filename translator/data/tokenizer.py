@@ -132,8 +132,14 @@ def with_bpe_dropout(tokenizer: Tokenizer, rate: float) -> Tokenizer:
     if spec["model"]["type"] != "BPE":
         raise ValueError(f"BPE-dropout needs a BPE tokenizer, not {spec['model']['type']}")
     spec["model"]["dropout"] = rate
-    copy = Tokenizer.from_str(json.dumps(spec))
-    copy.encode_special_tokens = tokenizer.encode_special_tokens  # not in to_str()
+    return copy_tokenizer(tokenizer, json.dumps(spec))
+
+
+def copy_tokenizer(tokenizer: Tokenizer, spec: str | None = None) -> Tokenizer:
+    """A separate copy of `tokenizer` (built from `spec`, its JSON, when given), with the
+    special-token setting that `to_str()` leaves out."""
+    copy = Tokenizer.from_str(spec if spec is not None else tokenizer.to_str())
+    copy.encode_special_tokens = tokenizer.encode_special_tokens
     return copy
 
 

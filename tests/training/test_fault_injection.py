@@ -73,6 +73,13 @@ class Launch:
             assert not self.ended.is_set() and time.monotonic() < deadline, self.stderr()
             time.sleep(0.002)
 
+    def wait_for_line(self, text: str, timeout: float = 30) -> None:
+        """Wait until the run has written a line holding `text`."""
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.lines):
+            assert not self.ended.is_set() and time.monotonic() < deadline, self.stderr()
+            time.sleep(0.002)
+
     def finish(self, timeout: float = 60) -> int:
         """Wait for the process to exit and its stderr to be read; its exit code."""
         code = self.proc.wait(timeout=timeout)
@@ -217,7 +224,9 @@ def test_second_ctrl_c_quits_at_once(corpus: Path) -> None:
     launch.wait_for_step(3)  # the step-2 checkpoint is written
     before = step_of(Path("weights/twice/latest.pt"))
     launch.proc.send_signal(signal.SIGINT)
-    time.sleep(0.05)
+    # Two signals sent before the process runs again arrive as one: send the second only once
+    # the first is handled.
+    launch.wait_for_line("SIGINT: stopping after this step")
     launch.proc.send_signal(signal.SIGINT)
     assert launch.finish(timeout=30) == 130, launch.stderr()
     err = launch.stderr()

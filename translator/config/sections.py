@@ -215,6 +215,11 @@ class TrainConfig:
     `translate` and `validate` then use it. 0 keeps none."""
     on_nonfinite: Literal["stop", "skip"] = "stop"
     """A step whose loss is NaN/inf: `stop` the run, or `skip` the update and count it."""
+    ema_decay: float = 0.0
+    """Also keep an exponential moving average of the weights, updated after every step with
+    this decay (0.999 averages over about the last 1,000 steps; less in the first steps, as
+    min(decay, (1 + step) / (10 + step))), and write it at the end of training as ema.pt, which
+    `translate` and `validate` then use. 0 keeps none."""
 
     def validate(self) -> None:
         _positive(
@@ -234,6 +239,7 @@ class TrainConfig:
             self, "train", "warmup_steps", "weight_decay", "eval_every", "n_samples", "average_last"
         )
         _unit_interval(self.label_smoothing, "train.label_smoothing")
+        _unit_interval(self.ema_decay, "train.ema_decay")
 
 
 @dataclass(frozen=True)

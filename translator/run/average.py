@@ -3,7 +3,8 @@
 Training with `train.average_last: K` keeps the newest K checkpoints of the weights as
 `step_<N>.pt` (weights only: no optimizer state) and writes `averaged.pt` at the end;
 `translator average --run NAME --last K` does the same afterwards. `translate` and `validate` use
-`averaged.pt` when it is at least as new as the run's `latest.pt`.
+`averaged.pt` when it is at least as new as the run's `latest.pt` (of it and a current `ema.pt`,
+the newer).
 """
 
 from __future__ import annotations
@@ -47,8 +48,10 @@ def keep_step_checkpoint(state: dict[str, Any], run_dir: Path, keep: int) -> Pat
 
 
 def weights_only(state: dict[str, Any]) -> dict[str, Any]:
-    """`state` without its optimizer and RNG state, marked as fit for inference only."""
-    return {**state, "optimizer": {}, "rng": {}, "weights_only": True}
+    """`state` without its optimizer, RNG and weight-average state, marked as fit for inference
+    only."""
+    kept = {k: v for k, v in state.items() if k != "ema"}
+    return {**kept, "optimizer": {}, "rng": {}, "weights_only": True}
 
 
 def average_states(paths: list[Path]) -> dict[str, Any]:
@@ -100,12 +103,13 @@ def average_run(
     return output
 
 
-def averaged_is_current(run_dir: Path) -> bool:
-    """Whether the run has an averaged.pt written no earlier than its latest.pt."""
-    averaged, latest = run_dir / AVERAGED, run_dir / LATEST
-    if not averaged.is_file():
+def is_current(run_dir: Path, name: str = AVERAGED) -> bool:
+    """Whether the run has the file `name` (averaged.pt, ema.pt) written no earlier than its
+    latest.pt: made from the weights the run ended with, not left over from before a resume."""
+    path, latest = run_dir / name, run_dir / LATEST
+    if not path.is_file():
         return False
-    return not latest.is_file() or averaged.stat().st_mtime >= latest.stat().st_mtime
+    return not latest.is_file() or path.stat().st_mtime >= latest.stat().st_mtime
 
 
 def average_command(run: str, last: int, output: Path | None, weights_root: Path) -> None:

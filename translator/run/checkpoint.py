@@ -16,6 +16,7 @@ from translator.errors import CheckpointError
 FORMAT = "translator-checkpoint"
 VERSION = 1
 LATEST, BEST = "latest.pt", "best.pt"
+EMA = "ema.pt"  # the weights' moving average (train.ema_decay), written at the end of training
 
 
 def save_checkpoint(state: dict[str, Any], path: Path) -> None:

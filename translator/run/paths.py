@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from translator.errors import CheckpointError, ConfigError
-from translator.run.average import AVERAGED, averaged_is_current
-from translator.run.checkpoint import BEST, LATEST
+from translator.run.average import AVERAGED, is_current
+from translator.run.checkpoint import BEST, EMA, LATEST
 
 
 def check_run_name(name: str) -> None:
@@ -105,9 +105,12 @@ def find_checkpoint(
 
 
 def checkpoint_of_run(run_dir: Path) -> Path:
-    """The run's averaged checkpoint when it is current, else its best, else its latest."""
-    if averaged_is_current(run_dir):
-        return run_dir / AVERAGED
+    """The run's weight average (ema.pt) or averaged checkpoint when current (the newer of the
+    two: training writes ema.pt last, `translator average` afterwards replaces averaged.pt),
+    else its best, else its latest."""
+    current = [run_dir / name for name in (EMA, AVERAGED) if is_current(run_dir, name)]
+    if current:
+        return max(current, key=lambda path: path.stat().st_mtime_ns)
     for name in (BEST, LATEST):
         if (run_dir / name).is_file():
             return run_dir / name

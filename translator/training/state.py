@@ -24,6 +24,7 @@ from translator.errors import CheckpointError
 from translator.model.transformer import Transformer
 from translator.run.paths import RunPaths
 from translator.training.distributed import Rank
+from translator.training.ema import WeightAverage
 
 log = logging.getLogger("translator")
 
@@ -60,6 +61,7 @@ class Trainer(Protocol):
     rank: Rank
     sampler: TokenBatchSampler
     progress: Progress
+    ema: WeightAverage | None
 
 
 def trainer_state(trainer: Trainer) -> dict[str, Any]:
@@ -73,6 +75,7 @@ def trainer_state(trainer: Trainer) -> dict[str, Any]:
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
         },
+        **({"ema": trainer.ema.state_dict()} if trainer.ema is not None else {}),
         "config": trainer.config.to_dict(),
         "tokenizers": {
             "src": fingerprint(trainer.data.src_tokenizer),
@@ -110,6 +113,12 @@ def _restore(trainer: Trainer, state: dict[str, Any], where: Path) -> None:
         first = str(exc).splitlines()[1].strip() if "\n" in str(exc) else str(exc)
         raise CheckpointError(f"{where}: model shape does not match the config ({first})") from None
     trainer.optimizer.load_state_dict(state["optimizer"])
+    if trainer.ema is not None:
+        if "ema" in state:
+            trainer.ema.load_state_dict(state["ema"])
+        else:  # a run that starts averaging on resume starts from the weights it resumes with
+            trainer.ema.restart()
+            log.info("%s holds no weight average (train.ema_decay): it starts here", where)
     progress = dict(state["progress"])
     saved_world = progress.pop("world_size", 1)
     if saved_world != trainer.rank.world_size:

@@ -26,11 +26,12 @@ from translator.device import autocast_dtype
 from translator.errors import TranslatorError
 from translator.metrics import Logger, NullLogger
 from translator.model.transformer import Transformer
-from translator.run.average import average_run, keep_step_checkpoint
-from translator.run.checkpoint import save_checkpoint
+from translator.run.average import average_run, keep_step_checkpoint, weights_only
+from translator.run.checkpoint import EMA, save_checkpoint
 from translator.run.paths import RunPaths
 from translator.specials import PAD_ID
 from translator.training.distributed import all_reduce_sum, barrier, current_rank
+from translator.training.ema import WeightAverage
 from translator.training.evaluation import validate_and_sample
 from translator.training.schedule import learning_rate
 from translator.training.state import Progress, restore_trainer, trainer_state
@@ -80,6 +81,7 @@ class Trainer:
             fused=device.type in ("cpu", "cuda"),
         )
         self.amp_dtype = autocast_dtype(self.cfg.precision, device)
+        self.ema = WeightAverage(self.model, self.cfg.ema_decay) if self.cfg.ema_decay else None
         self.progress = Progress()
         self.sampler = TokenBatchSampler(
             data.train.src_lengths(),
@@ -159,6 +161,8 @@ class Trainer:
             return total, grad_norm
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        if self.ema is not None:
+            self.ema.update(self.progress.step + 1)
         return total, grad_norm
 
     def _time_fraction(self) -> float:
@@ -303,6 +307,11 @@ class Trainer:
             if self.cfg.average_last:
                 averaged = average_run(self.paths.weights_dir, self.cfg.average_last, partial=True)
                 log.info("averaged the last checkpoints into %s", averaged)
+            if self.ema is not None:  # written last: translate and validate take the newer
+                state = weights_only(self.state_dict())
+                state["model"] = self.ema.model_state(self.model)
+                save_checkpoint(state, self.paths.weights_dir / EMA)
+                log.info("the weights' moving average is in %s", self.paths.weights_dir / EMA)
         barrier()
         self.logger.close()
         log.info(

@@ -8,7 +8,7 @@ from pathlib import Path
 from helpers import ROOT, make_pairs, write_jsonl
 
 from translator.config import load_config
-from translator.data.augment import name_inventory, swap_names
+from translator.data.augment import iter_joined, name_inventory, swap_names
 from translator.data.prepare import PreparedData, prepare_data
 from translator.run.paths import RunPaths
 
@@ -81,3 +81,28 @@ def test_only_the_training_split_is_augmented(tmp_path: Path) -> None:
     assert plain.stats.too_long > 0
     assert swapped.stats.too_long == plain.stats.too_long
     assert "name-swapped pairs added" in swapped.stats.summary()
+
+
+def test_joined_pairs_join_a_pair_with_the_next_on_both_sides() -> None:
+    pairs = [(f"one {i} .", f"uno {i} .") for i in range(400)]
+    joined = list(iter_joined(pairs, 0.25, seed=3))
+    assert joined == list(iter_joined(pairs, 0.25, seed=3))  # seeded
+    assert joined != list(iter_joined(pairs, 0.25, seed=4))
+    assert 60 < len(joined) < 140  # about a quarter of the 399 pairs that have a next one
+    for src, tgt in joined:
+        i = int(src.split()[1])
+        assert (src, tgt) == (f"one {i} . one {i + 1} .", f"uno {i} . uno {i + 1} .")
+    assert list(iter_joined(pairs, 0.0, seed=3)) == []
+
+
+def test_joined_pairs_go_to_training_only_and_are_counted(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "pairs.jsonl", make_pairs(400))
+    plain = _prepare("plain", source)
+    joined = _prepare("joined", source, "data.join_pairs=0.5")
+    assert joined.valid_pairs == plain.valid_pairs
+    assert list(joined.valid.tgt_ids) == list(plain.valid.tgt_ids)
+    assert joined.stats.joined > 100
+    assert len(joined.train) == len(plain.train) + joined.stats.joined
+    longest = int(plain.train.tgt_lengths().max())
+    assert int(joined.train.tgt_lengths().max()) > longest  # joined: longer inputs
+    assert f"{joined.stats.joined:,} joined pairs added" in joined.stats.summary()

@@ -44,6 +44,12 @@ class DataConfig:
     source to target, add this many copies with the name replaced on both sides by another name
     from the corpus, so the model learns to copy names it rarely sees. 0 turns it off. Only the
     training split is augmented; the tokenizers are trained before."""
+    join_pairs: float = 0.0
+    """Concatenation (translator/data/augment.py): for this share of the training pairs, drawn
+    at random, add one more pair made of it and the next training pair of the corpus (in a
+    subtitle file, mostly the next line of the same scene), joined by a space on both sides,
+    so the model also sees longer inputs and a sentence in context. Joined pairs over `max_len`
+    are left out. 0 turns it off."""
     cache_dir: str | None = None
     """Where the `datasets` library caches downloads; default ~/.cache/translator/datasets."""
     store_dir: str | None = None
@@ -65,6 +71,7 @@ class DataConfig:
                     f"data.source {entry}: a Moses pair names one file per language, "
                     f"{{{self.lang_src}: FILE, {self.lang_tgt}: FILE}}"
                 )
+        _unit_interval(self.join_pairs, "data.join_pairs")
         if self.swap_names < 0:
             raise ConfigError(f"data.swap_names must be 0 or more, got {self.swap_names}")
         if self.lang_src == self.lang_tgt:

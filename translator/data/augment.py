@@ -1,4 +1,6 @@
-"""Name swapping: extra training pairs that teach the model to copy names it rarely sees.
+"""Extra training pairs made from the corpus itself: name swapping and joined pairs.
+
+Name swapping teaches the model to copy names it rarely sees.
 
 A subtitle corpus names its own characters (Danny, Emily, ...) hundreds of times, while most other
 names occur once or never, so the model learns to copy a few names and to guess at the rest. For
@@ -7,6 +9,9 @@ pairs with that name replaced, on both sides, by a name drawn uniformly from all
 corpus copies. Names are found in the data, not in a list: a capitalised word that appears
 unchanged on both sides, is capitalised mid-sentence on the source side, and is rarely written
 in lower case there.
+
+Joined pairs (`join_pairs`, after Kondo et al. 2021 and Nguyen et al. 2021): a share of the
+training pairs, each joined with the pair that follows it, source to source and target to target.
 """
 
 from __future__ import annotations
@@ -97,3 +102,16 @@ _WHOLE_WORD = re.compile(r"\w+")
 def _replace(new: dict[str, str], text: str) -> str:
     """`text` with each whole word (a maximal run of \\w) that `new` maps replaced."""
     return _WHOLE_WORD.sub(lambda m: new.get(m.group(), m.group()), text)
+
+
+def iter_joined(pairs: Iterable[Pair], share: float, seed: int) -> Iterator[Pair]:
+    """For a seeded random `share` of `pairs`, the pair joined with the one after it (a space
+    between, on both sides). The last pair has none after it. Deterministic for a given seed."""
+    if share <= 0:
+        return
+    rng = np.random.default_rng([seed, 2])
+    previous: Pair | None = None
+    for pair in pairs:
+        if previous is not None and rng.random() < share:
+            yield f"{previous[0]} {pair[0]}", f"{previous[1]} {pair[1]}"
+        previous = pair

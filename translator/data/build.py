@@ -26,7 +26,7 @@ from tokenizers import Tokenizer
 from tqdm import tqdm
 
 from translator.config import Config, TokenizerConfig
-from translator.data.augment import iter_swapped
+from translator.data.augment import iter_joined, iter_swapped
 from translator.data.clean import (
     Cleaner,
     FilterStats,
@@ -309,8 +309,8 @@ def _encode(
     stats: FilterStats,
     phases: Phases,
 ) -> list[Pair]:
-    """Encode the kept pairs into the store (training pairs, then name-swapped extras); return
-    the validation pairs' text."""
+    """Encode the kept pairs into the store (training pairs, then name-swapped and joined
+    extras); return the validation pairs' text."""
     max_len = config.data.max_len
     if config.data.normalize == "nfc":
         tokenizers = for_clean_text(*tokenizers)
@@ -340,6 +340,12 @@ def _encode(
             append_train(chunk, src, tgt, keep)
             stats.name_swapped += len(keep)
         phases.done("name swapping + encode")
+    if config.data.join_pairs:
+        joined = iter_joined(corpus.subset(~valid), config.data.join_pairs, config.train.seed)
+        for chunk, src, tgt, keep in encode_ahead(_chunks(joined, CHUNK), *tokenizers, max_len):
+            append_train(chunk, src, tgt, keep)
+            stats.joined += len(keep)
+        phases.done("joined pairs + encode")
     return valid_pairs
 
 

@@ -32,6 +32,7 @@ class FilterStats:
     subtitle_changed: int = 0
     subtitle_dropped: int = 0
     name_swapped: int = 0
+    joined: int = 0
     per_source: list[tuple[str, int]] = field(default_factory=list)
     """Pairs read from each entry of data.source, when there are several."""
 
@@ -47,6 +48,8 @@ class FilterStats:
 
     def summary(self) -> str:
         swapped = f"; {self.name_swapped:,} name-swapped pairs added" if self.name_swapped else ""
+        if self.joined:
+            swapped += f"; {self.joined:,} joined pairs added"
         subtitles = ""
         if self.subtitle_changed or self.subtitle_dropped:
             subtitles = (f"; subtitle marks taken out of {self.subtitle_changed:,} pairs, "

@@ -105,6 +105,8 @@ def config_ident(config: Config) -> dict[str, Any]:
     tokenizer settings, the seed. Not where files are cached or how many processes work."""
     skip = {"source", "cache_dir", "store_dir", "workers"}
     data = {k: v for k, v in dataclasses.asdict(config.data).items() if k not in skip}
+    if not data["join_pairs"]:  # the keys of stores made before joined pairs existed
+        del data["join_pairs"]
     tokenizer = dataclasses.asdict(config.tokenizer)
     if not tokenizer["dropout"]:  # the keys of stores made before BPE-dropout existed
         del tokenizer["dropout"], tokenizer["dropout_copies"]

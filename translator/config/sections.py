@@ -222,6 +222,12 @@ class TrainConfig:
     `translate` and `validate` then use it. 0 keeps none."""
     on_nonfinite: Literal["stop", "skip"] = "stop"
     """A step whose loss is NaN/inf: `stop` the run, or `skip` the update and count it."""
+    word_dropout: float = 0.0
+    """Word dropout (Sennrich et al. 2016): in every training step, each source token is
+    replaced by [UNK] with this probability, drawn afresh each step. Never at validation or
+    decoding. 0 turns it off."""
+    adam_beta2: float = 0.98
+    """Adam's second-moment decay (the paper's 0.98; PyTorch's default is 0.999)."""
     ema_decay: float = 0.0
     """Also keep an exponential moving average of the weights, updated after every step with
     this decay (0.999 averages over about the last 1,000 steps; less in the first steps, as
@@ -247,6 +253,9 @@ class TrainConfig:
         )
         _unit_interval(self.label_smoothing, "train.label_smoothing")
         _unit_interval(self.ema_decay, "train.ema_decay")
+        _unit_interval(self.word_dropout, "train.word_dropout")
+        if not 0 < self.adam_beta2 < 1:
+            raise ConfigError(f"train.adam_beta2 must be in (0, 1), got {self.adam_beta2}")
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from translator.specials import PAD_ID
 from translator.training.distributed import all_reduce_sum, barrier, current_rank
 from translator.training.ema import WeightAverage
 from translator.training.evaluation import validate_and_sample
+from translator.training.noise import drop_source_tokens
 from translator.training.schedule import learning_rate
 from translator.training.state import Progress, restore_trainer, trainer_state
 from translator.training.stopping import StopOnSignal
@@ -75,7 +76,7 @@ class Trainer:
         self.optimizer = torch.optim.Adam(
             model.parameters(),
             lr=self.cfg.lr,
-            betas=(0.9, 0.98),
+            betas=(0.9, self.cfg.adam_beta2),
             eps=1e-9,
             weight_decay=self.cfg.weight_decay,
             fused=device.type in ("cpu", "cuda"),
@@ -147,6 +148,8 @@ class Trainer:
         total = 0.0
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
+            if self.cfg.word_dropout:
+                batch = drop_source_tokens(batch, self.cfg.word_dropout)
             final = i == len(batches) - 1
             with nullcontext() if final or not self.rank.distributed else self.step_model.no_sync():
                 loss = self.batch_loss(batch, self.cfg.label_smoothing) * scale

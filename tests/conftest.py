@@ -34,6 +34,20 @@ def _one_thread() -> Iterator[None]:
     torch.set_num_threads(before)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A home and datasets cache of the session's own, set before any module-wide fixture
+    trains or prepares (the per-test `_isolated` comes too late for those), so no test writes
+    prepared stores into the user's ~/.cache."""
+    home = tmp_path_factory.mktemp("session-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        mp.setenv("HF_HOME", str(home / "hf-home"))
+        mp.setenv("HF_DATASETS_OFFLINE", "1")
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run every test in its own directory, with no network and a private datasets cache."""

@@ -47,9 +47,9 @@ class FilterStats:
         return read
 
     def summary(self) -> str:
-        swapped = f"; {self.name_swapped:,} name-swapped pairs added" if self.name_swapped else ""
+        added = f"; {self.name_swapped:,} name-swapped pairs added" if self.name_swapped else ""
         if self.joined:
-            swapped += f"; {self.joined:,} joined pairs added"
+            added += f"; {self.joined:,} joined pairs added"
         subtitles = ""
         if self.subtitle_changed or self.subtitle_dropped:
             subtitles = (f"; subtitle marks taken out of {self.subtitle_changed:,} pairs, "
@@ -60,7 +60,7 @@ class FilterStats:
         return (
             f"{self.read:,} pairs read{each}; dropped {self.empty:,} with an empty side, "
             f"{self.duplicate:,} duplicates, {self.too_long:,} too long; "
-            f"{self.normalized:,} changed by normalisation{subtitles}{swapped}"
+            f"{self.normalized:,} changed by normalisation{subtitles}{added}"
         )
 
 

@@ -103,7 +103,7 @@ def average_run(
     return output
 
 
-def is_current(run_dir: Path, name: str = AVERAGED) -> bool:
+def is_current(run_dir: Path, name: str) -> bool:
     """Whether the run has the file `name` (averaged.pt, ema.pt) written no earlier than its
     latest.pt: made from the weights the run ended with, not left over from before a resume."""
     path, latest = run_dir / name, run_dir / LATEST

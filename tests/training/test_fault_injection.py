@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,15 +69,16 @@ class Launch:
 
     def wait_for_step(self, step: int, timeout: float = 120) -> None:
         """Wait until the run has logged training step `step`."""
-        deadline = time.monotonic() + timeout
-        while self.step < step:
-            assert not self.ended.is_set() and time.monotonic() < deadline, self.stderr()
-            time.sleep(0.002)
+        self._wait(lambda: self.step >= step, timeout)
 
     def wait_for_line(self, text: str, timeout: float = 30) -> None:
         """Wait until the run has written a line holding `text`."""
+        self._wait(lambda: any(text in line for line in self.lines), timeout)
+
+    def _wait(self, done: Callable[[], bool], timeout: float) -> None:
+        """Poll until `done()`; fail with the run's stderr if it ends or the time runs out."""
         deadline = time.monotonic() + timeout
-        while not any(text in line for line in self.lines):
+        while not done():
             assert not self.ended.is_set() and time.monotonic() < deadline, self.stderr()
             time.sleep(0.002)
 

@@ -42,7 +42,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the subtitle corpus")
     parser.add_argument("--dev", type=Path, required=True, help="pairs known to be en/it")
-    parser.add_argument("--sample", type=int, default=20, help="flagged corpus pairs to print")
+    parser.add_argument("--sample", type=int, default=40, help="flagged corpus pairs to print")
     args = parser.parse_args()
     try:
         import py3langid as langid

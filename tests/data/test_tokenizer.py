@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from helpers import make_pairs
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
@@ -218,12 +219,16 @@ SUBWORD_TOKENIZERS = {
 
 @settings(max_examples=150, deadline=None)
 @given(text=st.text(max_size=60), kind=st.sampled_from(["bpe", "unigram"]))
+@example(text="[UNK]", kind="unigram")  # the unigram vocabulary held the specials as pieces
+@example(text="x [SOS] y [EOS] [PAD]", kind="unigram")
+@example(text="[UNK] [SOS] [EOS] [PAD]", kind="bpe")
 def test_subword_decode_inverts_encode_for_any_normalized_text(text: str, kind: str) -> None:
-    """decode(encode(s)) == s for every string, after the project's normalisation."""
+    """decode(encode(s)) == s for every string, after the project's normalisation; no text
+    encodes to a special token."""
     tok = SUBWORD_TOKENIZERS[kind]
     text = normalize_text(text)
     ids = tok.encode(text).ids
-    assert UNK_ID not in ids
+    assert not set(ids) & {UNK_ID, PAD_ID, SOS_ID, EOS_ID}
     assert decode_ids(tok, ids) == text
 
 
@@ -275,3 +280,33 @@ def test_subword_vocabulary_size_is_respected(kind: str) -> None:
     )
     assert tok.get_vocab_size() <= 350
     check_special_ids(tok)
+
+
+@pytest.mark.parametrize("kind", ["word", "bpe", "unigram"])
+def test_special_token_strings_in_user_text_are_text_for_both_engines(
+    kind: str, tmp_path: Path
+) -> None:
+    """`encode_sources` feeds both engines (PyTorch and CTranslate2): the text "[SOS]" must not
+    become the token [SOS], nor "[PAD]" padding, nor "[EOS]" an early end."""
+    from translator.inference.text import encode_sources
+
+    tok = train_tokenizer([*SENTENCES, "x [UNK] [SOS] [EOS] [PAD]"] * 5, 1, 400, kind)
+    save_tokenizer(tok, tmp_path / "t.json")
+    loaded = load_tokenizer(tmp_path / "t.json")
+    text = "il [UNK] gatto [SOS] è [EOS] rosso [PAD]"
+    (encoded,) = encode_sources(loaded, [text], 100)
+    assert encoded[0] == SOS_ID and encoded[-1] == EOS_ID
+    assert not set(encoded[1:-1]) & {PAD_ID, SOS_ID, EOS_ID, UNK_ID}
+    assert decode_ids(loaded, encoded) == text
+
+
+def test_a_unigram_file_saved_before_the_mend_is_mended_as_it_loads(tmp_path: Path) -> None:
+    tok = train_tokenizer(SENTENCES * 5, 1, 400, "unigram")
+    spec = json.loads(tok.to_str())
+    spec["pre_tokenizer"] = spec["pre_tokenizer"]["pretokenizers"][0]  # as files were before
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(spec), encoding="utf-8")
+    assert Tokenizer.from_file(str(old)).encode("[SOS]").ids[-1] == SOS_ID  # the old fault
+    mended = load_tokenizer(old)
+    assert SOS_ID not in mended.encode("[SOS]").ids
+    assert fingerprint(mended) == fingerprint(tok)  # the same vocabulary: checkpoints still fit

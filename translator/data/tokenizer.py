@@ -81,7 +81,9 @@ def train_tokenizer(
         )
     elif kind == "unigram":
         tokenizer = Tokenizer(models.Unigram())
-        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPACE)
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(  # "[" alone: see _specials_only_by_id
+            [pre_tokenizers.Metaspace(replacement=SPACE), pre_tokenizers.Split("[", "isolated")]
+        )
         tokenizer.decoder = decoders.Sequence(
             [decoders.ByteFallback(), decoders.Metaspace(replacement=SPACE)]
         )
@@ -96,7 +98,7 @@ def train_tokenizer(
     tokenizer.normalizer = text_normalizer()
     tokenizer.train_from_iterator(sentences, trainer=trainer)
     if kind == "unigram":
-        tokenizer = _with_byte_fallback(tokenizer)
+        tokenizer = _specials_only_by_id(_with_byte_fallback(tokenizer))
     check_special_ids(tokenizer)
     tokenizer.encode_special_tokens = True
     return tokenizer
@@ -122,6 +124,23 @@ def _with_byte_fallback(tokenizer: Tokenizer) -> Tokenizer:
     model["vocab"] += [[f"<0x{b:02X}>", lowest - 10.0] for b in range(N_BYTES)]
     model["byte_fallback"] = True
     return Tokenizer.from_str(json.dumps(spec))
+
+
+_OPEN_BRACKET = {"type": "Split", "pattern": {"String": "["}, "behavior": "Isolated",
+                 "invert": False}  # fmt: skip
+
+
+def _specials_only_by_id(tokenizer: Tokenizer) -> Tokenizer:
+    """A unigram tokenizer that no text can make a special token of: its vocabulary holds them
+    as pieces (the trainer puts them there, scored above every real piece, so the text "[SOS]"
+    was the token [SOS]); a "[" split off before the model segments leaves no word that starts
+    like one. Other kinds, and a tokenizer that has the split already, come back as they are."""
+    spec = json.loads(tokenizer.to_str())
+    pre = spec["pre_tokenizer"]
+    if spec["model"]["type"] != "Unigram" or pre.get("type") != "Metaspace":
+        return tokenizer
+    spec["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [pre, _OPEN_BRACKET]}
+    return copy_tokenizer(tokenizer, json.dumps(spec))
 
 
 def with_bpe_dropout(tokenizer: Tokenizer, rate: float) -> Tokenizer:
@@ -168,11 +187,11 @@ def load_tokenizer(path: Path) -> Tokenizer:
     """Load a tokenizer saved by `save_tokenizer`.
 
     Text that spells a special token ("[SOS]") is read as text, not as the token itself: the
-    setting is not saved in the file, so it is made here and in `train_tokenizer`. (Not for the
-    unigram kind: its own vocabulary holds the special tokens as pieces, and its segmentation
-    prefers one known piece to five unknown characters.)
+    setting is not saved in the file, so it is made here and in `train_tokenizer`; and a unigram
+    vocabulary, which holds the special tokens as pieces too, gets them scored out of reach
+    (files saved before that are mended as they load; the ids stay).
     """
-    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer = _specials_only_by_id(Tokenizer.from_file(str(path)))
     check_special_ids(tokenizer, str(path))
     tokenizer.encode_special_tokens = True
     return tokenizer

@@ -111,8 +111,6 @@ def config_from_dict(raw: dict[str, Any], origin: str = "config") -> Config:
     config = Config(**sections)
     for section in _SECTIONS:
         getattr(config, section).validate()
-    if config.train.best_metric == "bleu" and not config.train.eval_bleu:
-        raise ConfigError("train.best_metric bleu needs train.eval_bleu: true")
     if config.model.max_positions < config.data.max_len + 2:
         raise ConfigError(
             f"model.max_positions ({config.model.max_positions}) must be at least "
@@ -176,11 +174,16 @@ def _coerce(value: Any, hint: Any, key: str, origin: str) -> Any:
         inner = [a for a in args if a is not type(None)]
         if len(inner) == 1:
             return _coerce(value, inner[0], key, origin)
+        specific = None  # the complaint of the alternative of the value's own kind
         for option in inner:  # the first alternative that fits, e.g. a string or a list
             try:
                 return _coerce(value, option, key, origin)
-            except ConfigError:
-                continue
+            except ConfigError as exc:
+                kind = typing.get_origin(option) or option
+                if isinstance(kind, type) and isinstance(value, kind):
+                    specific = exc
+        if specific is not None:
+            raise specific
         names = " or ".join(_type_name(a) for a in inner)
         raise ConfigError(f"{origin}: {key} must be {names}, got {value!r}")
     if origin_type is list:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -11,12 +12,16 @@ from translator.errors import ConfigError
 
 @dataclass(frozen=True)
 class DataConfig:
-    source: str | dict[str, str] | list[str | dict[str, str]] = "opus_books"
+    source: str | dict[str, str | float] | list[str | dict[str, str | float]] = "opus_books"
     """Where the pairs come from: a hub dataset name (read with `datasets.load_dataset`); a
     .jsonl / .parquet / .tsv file; a Moses-format pair of files, given as their common prefix
     (`OpenSubtitles.en-it` for `OpenSubtitles.en-it.en` + `OpenSubtitles.en-it.it`) or as a
     mapping `{en: FILE, it: FILE}`; any file may be gzipped (`.gz`). A list of these reads them
-    all, in order, each counted in the data summary."""
+    all, in order, each counted in the data summary. An entry may carry a weight, as
+    `{path: FILE, weight: 2}` (or `{en: FILE, it: FILE, weight: 0.25}`): each epoch a whole
+    number repeats the entry's training pairs that many times, a fraction takes that share of
+    them, drawn afresh each epoch from the seed (2.5: twice, and half once more). Weights act
+    when batches are made: changing one prepares nothing again."""
     hub_config: str | None = None
     """The hub dataset's configuration; default `<lang_src>-<lang_tgt>`, e.g. `en-it`."""
     lang_src: str = "en"
@@ -60,22 +65,58 @@ class DataConfig:
     """Processes that read and clean the corpus in `prepare`; null: one per CPU core."""
 
     def sources(self) -> list[str | dict[str, str]]:
-        """`source` as a list of entries."""
+        """`source` as a list of entries, without their weights."""
+        return [_without_weight(entry) for entry in self._entries()]
+
+    def weights(self) -> list[float]:
+        """Each entry's weight (1 where none is given)."""
+        return [
+            float(entry.get("weight", 1.0)) if isinstance(entry, dict) else 1.0
+            for entry in self._entries()
+        ]
+
+    def _entries(self) -> list[str | dict[str, str | float]]:
         return list(self.source) if isinstance(self.source, list) else [self.source]
 
     def validate(self) -> None:
         _positive(self, "data", "valid_size", "max_len", "workers")
-        for entry in self.sources():
-            if isinstance(entry, dict) and set(entry) != {self.lang_src, self.lang_tgt}:
-                raise ConfigError(
-                    f"data.source {entry}: a Moses pair names one file per language, "
-                    f"{{{self.lang_src}: FILE, {self.lang_tgt}: FILE}}"
-                )
+        entries = self._entries()
+        if len(entries) > MAX_SOURCES:
+            raise ConfigError(
+                f"data.source lists {len(entries)} entries; at most {MAX_SOURCES} (join files)"
+            )
+        for n, entry in enumerate(entries):
+            key = f"data.source[{n}]" if isinstance(self.source, list) else "data.source"
+            if isinstance(entry, dict):
+                self._check_entry(entry, key)
         _unit_interval(self.join_pairs, "data.join_pairs")
         if self.swap_names < 0:
             raise ConfigError(f"data.swap_names must be 0 or more, got {self.swap_names}")
         if self.lang_src == self.lang_tgt:
             raise ConfigError("data.lang_src and data.lang_tgt are both " + repr(self.lang_src))
+
+    def _check_entry(self, entry: dict[str, str | float], key: str) -> None:
+        if "weight" in entry:
+            weight = _number(entry["weight"])
+            if weight is None or not math.isfinite(weight) or weight <= 0:
+                raise ConfigError(
+                    f"{key}.weight must be a positive number (2 repeats the pairs twice an "
+                    f"epoch, 0.25 takes a quarter of them), got {entry['weight']!r}"
+                )
+        rest = set(entry) - {"weight"}
+        if rest == {"path"}:
+            if not isinstance(entry["path"], str):
+                raise ConfigError(
+                    f"{key}.path must be a file or dataset name, got {entry['path']!r}"
+                )
+            return
+        if rest != {self.lang_src, self.lang_tgt} or not all(
+            isinstance(entry[k], str) for k in rest
+        ):
+            raise ConfigError(
+                f"{key} {entry}: an entry is {{path: FILE, weight: W}}, or a Moses pair with one "
+                f"file per language, {{{self.lang_src}: FILE, {self.lang_tgt}: FILE}}"
+            )
 
 
 @dataclass(frozen=True)
@@ -212,8 +253,19 @@ class TrainConfig:
     """Validation loss and samples every this many steps; 0 turns it off (still runs at the end)."""
     eval_bleu: bool = True
     """At each evaluation also decode the validation split (greedy) for BLEU and chrF."""
-    best_metric: Literal["loss", "bleu"] = "loss"
-    """What `best.pt` is chosen by: the lowest validation loss or the highest BLEU."""
+    best_metric: str = "loss"
+    """What `best.pt` is chosen by: `loss` (the lowest validation loss) or `bleu` (the highest
+    greedy BLEU), on the validation split; or `NAME/loss`, `NAME/bleu` on the eval set NAME."""
+    eval_sets: dict[str, str] | None = None
+    """More sets scored at every evaluation, beside the validation split: a name for each file
+    (any format `data.source` takes), e.g. `{dev: tatoeba-dev.jsonl, general: valid.tsv}`. Each
+    is logged as its own NAME/loss, NAME/bleu and NAME/chrf curves, so forgetting shows while it
+    happens. Never trained on."""
+    init_from: str | None = None
+    """Start from another run's weights and tokenizers (fine-tuning, adaptation): a run name
+    under the weights directory, a run directory, or a checkpoint file. The model and tokenizer
+    sections come from the parent; the optimizer, schedule and step count start afresh. The run
+    records its parent in parent.json."""
     n_samples: int = 3
     checkpoint_every: int = 500
     average_last: int = 0
@@ -256,6 +308,29 @@ class TrainConfig:
         _unit_interval(self.word_dropout, "train.word_dropout")
         if not 0 < self.adam_beta2 < 1:
             raise ConfigError(f"train.adam_beta2 must be in (0, 1), got {self.adam_beta2}")
+        for name in self.eval_sets or {}:
+            if not name or "/" in name or name == "valid":
+                raise ConfigError(
+                    f"train.eval_sets: {name!r} is no name for a set; a plain word other than "
+                    "valid (the validation split's), e.g. dev"
+                )
+        self.best_set_and_measure()
+
+    def best_set_and_measure(self) -> tuple[str, str]:
+        """`best_metric` as (set, measure): ("valid", "loss") for `loss`, ("dev", "bleu")..."""
+        name, _, measure = self.best_metric.rpartition("/")
+        name = name or "valid"
+        sets = ["valid", *(self.eval_sets or {})]
+        if measure not in ("loss", "bleu") or name not in sets:
+            choices = ", ".join(f"{s}/loss, {s}/bleu" for s in sets[1:])
+            raise ConfigError(
+                f"train.best_metric {self.best_metric!r}: choose loss, bleu"
+                + (f", {choices}" if choices else "")
+                + " (a set must be named in train.eval_sets)"
+            )
+        if measure == "bleu" and not self.eval_bleu:
+            raise ConfigError(f"train.best_metric {self.best_metric} needs train.eval_bleu: true")
+        return name, measure
 
 
 @dataclass(frozen=True)
@@ -325,7 +400,27 @@ class Config:
         return dataclasses.asdict(self)
 
 
-# --------------------------------------------------------------------------- loading
+# --------------------------------------------------------------------------- helpers
+
+MAX_SOURCES = 255
+"""Entries of data.source: the prepared store keeps each training pair's entry in a byte."""
+
+
+def _number(value: object) -> float | None:
+    """A weight as a number: YAML reads `1e-2` as text, which is plainly a number too."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _without_weight(entry: str | dict[str, str | float]) -> str | dict[str, str]:
+    """An entry of data.source as the reader takes it: `{path: P, weight: W}` is P."""
+    if not isinstance(entry, dict):
+        return entry
+    if set(entry) - {"weight"} == {"path"}:
+        return entry["path"]  # type: ignore[return-value]
+    return {k: v for k, v in entry.items() if k != "weight"}  # type: ignore[misc]
 
 
 def _positive(obj: Any, section: str, *names: str) -> None:

@@ -143,7 +143,9 @@ class TokenBatchSampler:
 
     Each epoch's batches are a pure function of (seed, epoch): a resumed run replays them exactly.
     With `copies` (the copy number of each example, 0..K-1), epoch e uses the examples of copy
-    e mod K only.
+    e mod K only. With `weights` (one per entry of data.source; `entries` gives each example's
+    entry, all 0 when None), an epoch takes each entry's examples `floor(w)` times and a seeded
+    share `w - floor(w)` of them once more, drawn afresh each epoch.
     """
 
     def __init__(
@@ -154,6 +156,8 @@ class TokenBatchSampler:
         seed: int,
         shuffle: bool = True,
         copies: np.ndarray | None = None,
+        entries: np.ndarray | None = None,
+        weights: Sequence[float] | None = None,
     ) -> None:
         self.src_lengths = src_lengths
         self.tgt_lengths = tgt_lengths
@@ -162,16 +166,38 @@ class TokenBatchSampler:
         self.shuffle = shuffle
         self.copies = copies
         self.n_copies = int(copies.max()) + 1 if copies is not None and len(copies) else 1
+        self.entries = entries
+        self.weights = None if weights is None or all(w == 1 for w in weights) else list(weights)
+
+    def epoch_examples(self, epoch: int) -> np.ndarray:
+        """The examples `epoch` trains on, in index order (an example may come several times)."""
+        if self.copies is None:
+            base = np.arange(len(self.src_lengths))
+        else:
+            base = np.flatnonzero(self.copies == epoch % self.n_copies)
+        if self.weights is None:
+            return base
+        of = self.entries[base] if self.entries is not None else np.zeros(len(base), np.uint8)
+        parts = []
+        for k, weight in enumerate(self.weights):
+            members = base[of == k]
+            whole, share = int(weight), weight - int(weight)
+            parts += [members] * whole
+            if share > 0:
+                draw = np.random.default_rng([self.seed, epoch, 3, k])
+                taken = draw.choice(len(members), round(share * len(members)), replace=False)
+                parts.append(members[np.sort(taken)])
+        return np.sort(np.concatenate(parts), kind="stable") if parts else base[:0]
 
     def batches(self, epoch: int) -> list[np.ndarray]:
         """The index batches for `epoch`: int32 arrays, views of one array of the epoch's order
         (a few bytes per example, however large the corpus)."""
         rng = np.random.default_rng([self.seed, epoch])
-        if self.copies is None:
+        if self.copies is None and self.weights is None:
             n = len(self.src_lengths)
             order = rng.permutation(n) if self.shuffle else np.arange(n)
         else:
-            order = np.flatnonzero(self.copies == epoch % self.n_copies)
+            order = self.epoch_examples(epoch)
             n = len(order)
             order = order[rng.permutation(n)] if self.shuffle else order
         # stable sort by target length, then source length: ties keep the random order

@@ -34,18 +34,21 @@ from translator.data.clean import (
     make_cleaner,
     split_mask,
 )
-from translator.data.encode import encode_ahead, for_clean_text, token_ids
+from translator.data.encode import TrainWriter, encode_ahead, for_clean_text
 from translator.data.read import Pair, Source, iter_source, resolve_sources
 from translator.data.store import (
+    SOURCE_DTYPE,
     Given,
     Store,
+    StoreDamaged,
     StoreWriter,
     config_ident,
+    discard_damaged,
     open_store,
     store_key,
     store_root,
 )
-from translator.data.tokenizer import train_tokenizer, with_bpe_dropout
+from translator.data.tokenizer import train_tokenizer
 from translator.data.workers import clean_in_workers
 from translator.errors import DataError, TranslatorError
 
@@ -67,9 +70,14 @@ def prepare_store(config: Config, given: Given | None = None) -> Store:
     ident = config_ident(config)
     key = store_key(ident, given)
     final = store_root(config) / key[:24]
-    store = open_store(final, key)
+    try:
+        store = open_store(final, key)
+    except StoreDamaged as damaged:
+        log.warning("%s: preparing the data again into a fresh folder", damaged)
+        discard_damaged(damaged)
+        store = None
     if store is not None:
-        log.info("prepared data: %s (ready)", final)
+        log.info("prepared data: %s (ready, verified)", final)
         return store
     start = time.perf_counter()
     try:
@@ -187,6 +195,14 @@ class CleanCorpus:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.keep: np.ndarray | None = None
+        self.lines_per_source: list[int] = []
+        """Lines written for each entry of data.source, in order."""
+
+    def source_of_kept(self) -> np.ndarray:
+        """The entry of data.source (its index) of each kept pair, in corpus order."""
+        counts = self.lines_per_source
+        of_line = np.repeat(np.arange(len(counts), dtype=SOURCE_DTYPE), counts)
+        return of_line if self.keep is None else of_line[self.keep]
 
     def write(
         self, sources: list[Source], config: Config, cleaner: Cleaner, stats: FilterStats
@@ -198,9 +214,11 @@ class CleanCorpus:
         with self.path.open("w", encoding="utf-8", newline="\n") as out:
             for source in sources:
                 read_before = stats.read
+                self.lines_per_source.append(0)
                 chunks = _chunks(iter_source(source, config.data), CHUNK)
                 for chunk in clean_in_workers(chunks, cleaner, workers):
                     out.writelines(f"{s}\t{t}\n" for s, t in chunk.pairs)
+                    self.lines_per_source[-1] += len(chunk.pairs)
                     hashes.append(chunk.hashes)
                     bar.update(stats.count(chunk))
                 if stats.read == read_before:
@@ -314,80 +332,65 @@ def _encode(
     max_len = config.data.max_len
     if config.data.normalize == "nfc":
         tokenizers = for_clean_text(*tokenizers)
+    # With several entries in data.source, each training pair records its entry (for weights).
+    of_kept = corpus.source_of_kept() if len(corpus.lines_per_source) > 1 else None
     append_train = TrainWriter(writer, tokenizers, config.tokenizer, max_len)
     bar = _bar("encode", "pairs", len(valid))
     valid_pairs: list[Pair] = []
     is_valid = iter(valid.tolist())
+    start = 0
     for chunk, src, tgt, keep in encode_ahead(_chunks(iter(corpus), CHUNK), *tokenizers, max_len):
         flags = list(islice(is_valid, len(chunk)))
         train_keep = [i for i in keep if not flags[i]]
         valid_keep = [i for i in keep if flags[i]]
-        append_train(chunk, src, tgt, train_keep)
+        entry = None if of_kept is None else of_kept[start : start + len(chunk)][train_keep]
+        append_train(chunk, src, tgt, train_keep, entry)
         writer.append("valid", [src[i] for i in valid_keep], [tgt[i] for i in valid_keep])
         stats.too_long += len(chunk) - len(keep)
         valid_pairs += [chunk[i] for i in valid_keep]
         bar.update(len(chunk))
+        start += len(chunk)
     bar.close()
     phases.done("encode")
+    # Extra pairs are made within each entry of data.source (one pass with a single entry).
+    entries = [None] if of_kept is None else range(len(corpus.lines_per_source))
     copies = config.data.swap_names
     if copies:
         # Names are found in the tokenizers' sample: all training pairs up to its size, and a
         # seeded share of a larger corpus (where a name seen once more changes little).
         sample = _sample(~valid, config.tokenizer.train_sample, config.train.seed)
         names_from = corpus.subset(sample) if sample.sum() < (~valid).sum() else None
-        swapped = iter_swapped(corpus.subset(~valid), copies, config.train.seed, names_from)
-        for chunk, src, tgt, keep in encode_ahead(_chunks(swapped, CHUNK), *tokenizers, max_len):
-            append_train(chunk, src, tgt, keep)
-            stats.name_swapped += len(keep)
+        if names_from is None and of_kept is not None:
+            names_from = corpus.subset(~valid)  # the names of every entry, not each its own
+        for k in entries:
+            mask, seed = _of_entry(~valid, of_kept, k, config.train.seed)
+            swapped = iter_swapped(corpus.subset(mask), copies, seed, names_from)
+            for chunk, src, tgt, keep in encode_ahead(
+                _chunks(swapped, CHUNK), *tokenizers, max_len
+            ):
+                append_train(chunk, src, tgt, keep, _same_entry(k, len(keep)))
+                stats.name_swapped += len(keep)
         phases.done("name swapping + encode")
     if config.data.join_pairs:
-        joined = iter_joined(corpus.subset(~valid), config.data.join_pairs, config.train.seed)
-        for chunk, src, tgt, keep in encode_ahead(_chunks(joined, CHUNK), *tokenizers, max_len):
-            append_train(chunk, src, tgt, keep)
-            stats.joined += len(keep)
+        for k in entries:
+            mask, seed = _of_entry(~valid, of_kept, k, config.train.seed)
+            joined = iter_joined(corpus.subset(mask), config.data.join_pairs, seed)
+            for chunk, src, tgt, keep in encode_ahead(_chunks(joined, CHUNK), *tokenizers, max_len):
+                append_train(chunk, src, tgt, keep, _same_entry(k, len(keep)))
+                stats.joined += len(keep)
         phases.done("joined pairs + encode")
     return valid_pairs
 
 
-class TrainWriter:
-    """Appends training pairs to the store: their ids as encoded, or with BPE-dropout
-    (`tokenizer.dropout`), `dropout_copies` encodings of their text, each drawn afresh; an
-    encoding that comes out longer than `max_len` is replaced by the plain one, so every copy
-    holds every pair."""
-
-    def __init__(
-        self,
-        writer: StoreWriter,
-        tokenizers: tuple[Tokenizer, Tokenizer],
-        cfg: TokenizerConfig,
-        max_len: int,
-    ) -> None:
-        self.writer, self.max_len = writer, max_len
-        self.copies = cfg.dropout_copies if cfg.dropout else 0
-        self.dropout = _with_dropout(tokenizers, cfg.dropout) if cfg.dropout else None
-
-    def __call__(
-        self, pairs: list[Pair], src: list[list[int]], tgt: list[list[int]], keep: list[int]
-    ) -> None:
-        """Append the pairs at `keep` (their plain ids `src`, `tgt`)."""
-        src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
-        if self.dropout is None:
-            self.writer.append("train", src, tgt)
-            return
-        texts = [pairs[i] for i in keep]
-        for copy in range(self.copies):
-            drop_src = token_ids(self.dropout[0], [s for s, _ in texts])
-            drop_tgt = token_ids(self.dropout[1], [t for _, t in texts])
-            self.writer.append(
-                "train",
-                [d if len(d) <= self.max_len else p for d, p in zip(drop_src, src, strict=True)],
-                [d if len(d) <= self.max_len else p for d, p in zip(drop_tgt, tgt, strict=True)],
-                copy=copy,
-            )
+def _of_entry(
+    train: np.ndarray, of_kept: np.ndarray | None, entry: int | None, seed: int
+) -> tuple[np.ndarray, int]:
+    """The training pairs of one entry of data.source (all of them for `None`), and the seed
+    its extra pairs are drawn with."""
+    if entry is None or of_kept is None:
+        return train, seed
+    return train & (of_kept == entry), seed + entry
 
 
-def _with_dropout(tokenizers: tuple[Tokenizer, Tokenizer], rate: float) -> tuple[Tokenizer, ...]:
-    """BPE-dropout copies of the tokenizers (one copy when both sides share one)."""
-    src, tgt = tokenizers
-    drop_src = with_bpe_dropout(src, rate)
-    return drop_src, drop_src if tgt is src else with_bpe_dropout(tgt, rate)
+def _same_entry(entry: int | None, n: int) -> np.ndarray | None:
+    return None if entry is None else np.full(n, entry, dtype=SOURCE_DTYPE)

@@ -1,16 +1,23 @@
-"""Encoding pairs with both tokenizers, keeping those whose sides are 1..max_len tokens long."""
+"""Encoding pairs with both tokenizers, keeping those whose sides are 1..max_len tokens long;
+writing training pairs into a store (with BPE-dropout encodings)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
+import numpy as np
 from tokenizers import Tokenizer
 
+from translator.config import TokenizerConfig
 from translator.data.batching import BilingualDataset
 from translator.data.clean import FilterStats
 from translator.data.read import Pair
-from translator.data.tokenizer import copy_tokenizer
+from translator.data.tokenizer import copy_tokenizer, with_bpe_dropout
+
+if TYPE_CHECKING:
+    from translator.data.store import StoreWriter
 
 
 def encode_kept(
@@ -72,3 +79,54 @@ def token_ids(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
     """The ids of each text, encoded in parallel by the tokenizers library (without offsets)."""
     encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
     return [e.ids for e in encode(texts)]
+
+
+class TrainWriter:
+    """Appends training pairs to the store: their ids as encoded, or with BPE-dropout
+    (`tokenizer.dropout`), `dropout_copies` encodings of their text, each drawn afresh; an
+    encoding that comes out longer than `max_len` is replaced by the plain one, so every copy
+    holds every pair."""
+
+    def __init__(
+        self,
+        writer: StoreWriter,
+        tokenizers: tuple[Tokenizer, Tokenizer],
+        cfg: TokenizerConfig,
+        max_len: int,
+    ) -> None:
+        self.writer, self.max_len = writer, max_len
+        self.copies = cfg.dropout_copies if cfg.dropout else 0
+        self.dropout = _with_dropout(tokenizers, cfg.dropout) if cfg.dropout else None
+
+    def __call__(
+        self,
+        pairs: list[Pair],
+        src: list[list[int]],
+        tgt: list[list[int]],
+        keep: list[int],
+        entry: np.ndarray | None = None,
+    ) -> None:
+        """Append the pairs at `keep` (their plain ids `src`, `tgt`; `entry`: the entry of
+        data.source of each kept pair, with several entries)."""
+        src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
+        if self.dropout is None:
+            self.writer.append("train", src, tgt, entry=entry)
+            return
+        texts = [pairs[i] for i in keep]
+        for copy in range(self.copies):
+            drop_src = token_ids(self.dropout[0], [s for s, _ in texts])
+            drop_tgt = token_ids(self.dropout[1], [t for _, t in texts])
+            self.writer.append(
+                "train",
+                [d if len(d) <= self.max_len else p for d, p in zip(drop_src, src, strict=True)],
+                [d if len(d) <= self.max_len else p for d, p in zip(drop_tgt, tgt, strict=True)],
+                copy=copy,
+                entry=entry,
+            )
+
+
+def _with_dropout(tokenizers: tuple[Tokenizer, Tokenizer], rate: float) -> tuple[Tokenizer, ...]:
+    """BPE-dropout copies of the tokenizers (one copy when both sides share one)."""
+    src, tgt = tokenizers
+    drop_src = with_bpe_dropout(src, rate)
+    return drop_src, drop_src if tgt is src else with_bpe_dropout(tgt, rate)

@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tokenizers import Tokenizer
 
 from translator.config import Config
@@ -26,7 +27,15 @@ from translator.data.batching import BilingualDataset
 from translator.data.build import prepare_store
 from translator.data.clean import FilterStats
 from translator.data.read import Pair
-from translator.data.store import Given, Store, config_ident, open_store
+from translator.data.store import (
+    Given,
+    Store,
+    StoreDamaged,
+    config_ident,
+    discard_damaged,
+    open_store,
+)
+from translator.data.testsets import EvalSet
 from translator.data.tokenizer import load_tokenizer
 from translator.errors import DataError
 from translator.run.paths import RunPaths
@@ -45,6 +54,10 @@ class PreparedData:
     stats: FilterStats
     store: Path | None = None
     """The prepared store the datasets are mapped from."""
+    train_entries: np.ndarray | None = None
+    """The entry of data.source of each training pair (for their weights); None with one."""
+    eval_sets: list[EvalSet] = field(default_factory=list)
+    """`train.eval_sets`, scored beside the validation split during training."""
 
 
 def prepare_data(config: Config, paths: RunPaths) -> PreparedData:
@@ -75,6 +88,7 @@ def load_prepared(store: Store) -> PreparedData:
         store.valid_pairs(),
         store.stats(),
         store.path,
+        store.entries("train"),
     )
 
 
@@ -83,7 +97,10 @@ def _recorded_store(config: Config, paths: RunPaths) -> Store | None:
     if not paths.store_record.is_file():
         return None
     record = json.loads(paths.store_record.read_text(encoding="utf-8"))
-    store = open_store(Path(record["path"]), record["key"])
+    try:
+        store = open_store(Path(record["path"]), record["key"])
+    except StoreDamaged as damaged:
+        return _prepare_again(config, paths, damaged)
     if store is None:
         log.info("the run's prepared store %s is gone: preparing it again", record["path"])
         return None
@@ -100,6 +117,20 @@ def _recorded_store(config: Config, paths: RunPaths) -> Store | None:
             "(start a new --run)"
         )
     return store if ident == recorded else None  # other settings: prepare again, same split
+
+
+def _prepare_again(config: Config, paths: RunPaths, damaged: StoreDamaged) -> None:
+    """A run's damaged store: set aside so the run prepares it again from its corpus (with its
+    own split and tokenizers), or one line saying what to do when the corpus is not there."""
+    try:
+        config_ident(config)
+    except DataError as exc:
+        raise DataError(
+            f"{damaged}, and run {paths.name}'s corpus is not there to prepare it again ({exc}); "
+            "restore data.source, or copy the store again from the machine that made it"
+        ) from None
+    log.warning("%s: run %s prepares its data again into a fresh folder", damaged, paths.name)
+    discard_damaged(damaged)
 
 
 def _given(paths: RunPaths) -> Given:
@@ -137,17 +168,36 @@ def _write_json(path: Path, record: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def data_summary(data: PreparedData) -> str:
-    """The one-line account of the prepared data that `prepare` and `train` print."""
+def data_summary(data: PreparedData, weights: list[float] | None = None) -> str:
+    """The one-line account of the prepared data that `prepare` and `train` print; with the
+    weights of data.source's entries, what each gives an epoch."""
     train, copies = f"{len(data.train):,}", data.train.copies
-    if copies is not None and len(copies):
-        n_copies = int(copies.max()) + 1
+    n_copies = int(copies.max()) + 1 if copies is not None and len(copies) else 1
+    if n_copies > 1:
         train = f"{len(data.train) // n_copies:,} (each in {n_copies} BPE-dropout encodings)"
     return (
-        f"data: {data.stats.summary()}; {train} train / {len(data.valid):,} valid pairs; "
+        f"data: {data.stats.summary()}; {train} train / {len(data.valid):,} valid pairs"
+        f"{_per_entry(data, weights or [], n_copies)}; "
         f"vocab {data.src_tokenizer.get_vocab_size():,} src / "
         f"{data.tgt_tokenizer.get_vocab_size():,} tgt"
     )
+
+
+def _per_entry(data: PreparedData, weights: list[float], n_copies: int) -> str:
+    """`; an epoch: A 29,000 x 2 = 58,000 + B 115,965 x 0.25 = 28,991` (training pairs)."""
+    if len(weights) < 2 and all(w == 1 for w in weights):
+        return ""
+    names = [name for name, _ in data.stats.per_source] or ["data.source"]
+    entries = data.train_entries
+    if entries is None:
+        counts = [len(data.train) // n_copies]
+    else:
+        counts = (np.bincount(entries, minlength=len(weights)) // n_copies).tolist()
+    parts = [
+        f"{name} {n:,} x {w:g} = {int(w) * n + round((w - int(w)) * n):,}"
+        for name, n, w in zip(names, counts, weights, strict=False)
+    ]
+    return "; an epoch: " + " + ".join(parts)
 
 
 def prepare_command(config_path: Path | None, overrides: list[str]) -> None:
@@ -160,5 +210,5 @@ def prepare_command(config_path: Path | None, overrides: list[str]) -> None:
     config = load_config(config_path, overrides)
     data = load_prepared(prepare_store(config))
     size = sum(f.stat().st_size for f in data.store.iterdir()) if data.store else 0
-    print(data_summary(data))
+    print(data_summary(data, config.data.weights()))
     print(f"store: {data.store} ({size / 2**20:,.1f} MiB), for every run on this data")

@@ -10,11 +10,16 @@ seed) under `data.store_dir`:
     {train,valid}.{src,tgt}.len  lengths (uint16), for bucketing without reading the ids
     train.copy                 which encoding of its text each pair is (uint8), only with
                                BPE-dropout (meta.json's `copies` says how many)
+    train.source               which entry of data.source each pair came from (uint8), only
+                               with several entries (for their weights)
     valid.tsv                  the validation pairs' text, source<TAB>target a line
     split.npy                  positions of the validation pairs among the cleaned pairs
 
 A store is written in a temporary folder beside its place and renamed into it when complete, so
-a half-written store is never used; meta.json is written last.
+a half-written store is never used; meta.json is written last. It records the size and SHA-256
+of every other file, the largest id in each id file and the vocabulary size, and a SHA-256 of
+itself; every open checks them all (`verify_store`), so a store damaged after it was written (a
+disk error, a partial copy, a hand edit) is never trained on.
 """
 
 from __future__ import annotations
@@ -42,10 +47,11 @@ from translator.data.read import Pair, resolve_sources
 from translator.data.tokenizer import fingerprint, load_tokenizer, save_tokenizer
 from translator.errors import DataError
 
-FORMAT, VERSION = "translator-store", 1
+FORMAT, VERSION = "translator-store", 2  # 2: checksums, entries of data.source
 SPLITS, SIDES = ("train", "valid"), ("src", "tgt")
 LENGTH_DTYPE = np.uint16  # data.max_len is far below 65,535
 COPY_DTYPE = np.uint8  # tokenizer.dropout_copies is at most 255
+SOURCE_DTYPE = np.uint8  # data.source has at most 255 entries
 
 
 @dataclass
@@ -61,6 +67,14 @@ class Store:
             n = self.meta["counts"][split]
             copies = _map(self.path / f"{split}.copy", np.dtype(COPY_DTYPE), n)
         return BilingualDataset(*(self._sequences(split, side) for side in SIDES), copies=copies)
+
+    def entries(self, split: str) -> np.ndarray | None:
+        """The entry of data.source of each pair of `split`; None when there was one entry."""
+        if not self.meta.get("entries", {}).get(split):
+            return None
+        return _map(
+            self.path / f"{split}.source", np.dtype(SOURCE_DTYPE), self.meta["counts"][split]
+        )
 
     def _sequences(self, split: str, side: str) -> Sequences:
         n = self.meta["counts"][split]
@@ -140,17 +154,86 @@ def _map(path: Path, dtype: np.dtype, count: int | None = None) -> np.ndarray:
     return arr
 
 
-def open_store(path: Path, key: str | None = None) -> Store | None:
-    """The complete store at `path` (with `key`, when given), or None when there is none."""
+class StoreDamaged(DataError):
+    """A store whose files are not the ones that were written."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"the prepared store {path} is damaged ({problem})")
+        self.path, self.problem = path, problem
+
+
+def open_store(path: Path, key: str | None = None, verify: bool = True) -> Store | None:
+    """The complete store at `path` (with `key`, when given), or None when there is none.
+
+    With `verify`, a store whose files differ from what its meta.json records raises
+    StoreDamaged: it must not be used.
+    """
     try:
-        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        text = (path / "meta.json").read_text(encoding="utf-8")
+    except OSError:
         return None
+    try:
+        meta = json.loads(text)
+    except ValueError:  # written last and renamed into place whole: not a half-written one
+        if verify:
+            raise StoreDamaged(path, "meta.json is not valid JSON") from None
+        return None
+    if not isinstance(meta, dict):
+        raise StoreDamaged(path, "meta.json is not a record")
     if meta.get("format") != FORMAT or meta.get("version") != VERSION:
         return None
     if key is not None and meta.get("key") != key:
         return None
-    return Store(path, meta)
+    store = Store(path, meta)
+    if verify:
+        verify_store(store)
+    return store
+
+
+def verify_store(store: Store) -> None:
+    """Prove the store's files are the ones written: meta.json's own digest, then each file's
+    size and SHA-256, then that no id reaches past the vocabulary. Reads every byte once."""
+    meta, path = store.meta, store.path
+    if meta.get("meta_sha256") != _meta_digest(meta):
+        raise StoreDamaged(path, "meta.json differs from what was written")
+    for name, record in meta["files"].items():
+        file = path / name
+        try:
+            size = file.stat().st_size
+        except OSError:
+            raise StoreDamaged(path, f"{name} is missing") from None
+        if size != record["size"]:
+            raise StoreDamaged(path, f"{name} has {size:,} bytes, {record['size']:,} were written")
+        if file_digest(file) != record["sha256"]:
+            raise StoreDamaged(path, f"{name}: its content differs from what was written")
+    for name, largest in meta["max_id"].items():
+        if largest >= meta["vocab_size"]:
+            raise StoreDamaged(path, f"{name} holds id {largest}, past the vocabulary")
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file, read in 8 MiB pieces (flat memory, whatever its size)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while piece := f.read(1 << 23):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def _meta_digest(meta: dict[str, Any]) -> str:
+    body = {k: v for k, v in meta.items() if k != "meta_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def discard_damaged(damaged: StoreDamaged) -> None:
+    """Move a damaged store out of its place, then delete it (a reader that has it open keeps
+    its files until it closes them), so the next prepare writes a fresh one."""
+    aside = damaged.path.with_name(f".damaged-{damaged.path.name}-{os.getpid()}")
+    try:
+        os.rename(damaged.path, aside)
+    except OSError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 class StoreWriter:
@@ -168,6 +251,10 @@ class StoreWriter:
         self.counts = dict.fromkeys(SPLITS, 0)
         self.copies: dict[str, int] = {}
         """Splits that hold several encodings of each pair: how many."""
+        self.entries: dict[str, bool] = {}
+        """Splits that record each pair's entry of data.source ({split}.source)."""
+        self.max_id: dict[str, int] = {}
+        """The largest id written to each id file."""
         self.dtype = np.dtype(np.uint16)
         if vocab_size is not None:
             self.set_vocab_size(vocab_size)
@@ -194,11 +281,17 @@ class StoreWriter:
         src: Sequence[Sequence[int]],
         tgt: Sequence[Sequence[int]],
         copy: int | None = None,
+        entry: np.ndarray | None = None,
     ) -> None:
         """Add pairs (their ids, specials excluded) to the end of `split`; `copy`: which of
         several encodings of their text they are (BPE-dropout), the same for every append of a
-        split that has copies."""
+        split that has copies; `entry`: the entry of data.source each pair came from, given for
+        every append of a split or for none."""
         assert len(src) == len(tgt)
+        if entry is not None:
+            assert len(entry) == len(src)
+            self._write(f"{split}.source", entry.astype(SOURCE_DTYPE, copy=False))
+            self.entries[split] = True
         if self.counts[split] and (copy is not None) != (split in self.copies):
             raise ValueError(f"store split {split}: pairs with and without a copy number")
         if copy is not None:
@@ -209,6 +302,8 @@ class StoreWriter:
             total = int(lengths.sum())
             ids = np.fromiter(chain.from_iterable(seqs), dtype=self.dtype, count=total)
             name = f"{split}.{side}"
+            if total:
+                self.max_id[f"{name}.ids"] = max(self.max_id.get(f"{name}.ids", 0), int(ids.max()))
             start = self.totals.get(name, 0)
             if name not in self.totals:
                 self._write(f"{name}.off", np.zeros(1, dtype=np.int64))
@@ -246,15 +341,25 @@ class StoreWriter:
             text = "".join(f"{s}\t{t}\n" for s, t in valid_pairs)
             (self.tmp / "valid.tsv").write_text(text, encoding="utf-8")
             np.save(self.tmp / "split.npy", valid_positions.astype(np.int64))
+            (self.tmp / "clean.tsv").unlink(missing_ok=True)  # the prepare's scratch text
+            files = {
+                f.name: {"size": f.stat().st_size, "sha256": file_digest(f)}
+                for f in sorted(self.tmp.iterdir())
+            }
+            vocab = max(t.get_vocab_size() for t in tokenizers)
             full = {"format": FORMAT, "version": VERSION, "dtype": self.dtype.name,
-                    "counts": self.counts, "copies": self.copies, **meta}  # fmt: skip
+                    "counts": self.counts, "copies": self.copies, "entries": self.entries,
+                    "files": files, "max_id": self.max_id, "vocab_size": vocab, **meta}  # fmt: skip
+            full["meta_sha256"] = _meta_digest(full)
             (self.tmp / "meta.json").write_text(json.dumps(full, indent=1), encoding="utf-8")
             os.rename(self.tmp, self.final)
         except OSError as exc:
-            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY) and open_store(self.final):
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY) and open_store(
+                self.final, verify=False
+            ):
                 return open_store(self.final)  # type: ignore[return-value]
             raise _disk_error(exc, self.final) from None
-        store = open_store(self.final)
+        store = open_store(self.final, verify=False)
         assert store is not None
         return store
 

@@ -61,6 +61,15 @@ def train(
             help="Continue the run from its latest checkpoint (or from PATH).",
         ),
     ] = None,
+    init_from: Annotated[
+        str | None,
+        typer.Option(
+            "--init-from",
+            metavar="RUN|PATH",
+            help="Start from this run's weights and tokenizers (a run name, its directory or a "
+            "checkpoint file): fine-tuning, adaptation. Same as train.init_from.",
+        ),
+    ] = None,
     device: DeviceOpt = None,
     runs_dir: RunsDirOpt = Path("runs"),
     weights_dir: WeightsDirOpt = Path("weights"),
@@ -70,15 +79,18 @@ def train(
     def go() -> None:
         from translator.training.train import train_command
 
-        train_command(config, set_ or [], run, resume, device, runs_dir, weights_dir)
+        overrides = [*(set_ or []), *([f"train.init_from={init_from}"] if init_from else [])]
+        train_command(config, overrides, run, resume, device, runs_dir, weights_dir)
 
     _run(go)
 
 
 @app.command()
 def prepare(config: ConfigOpt = None, set_: SetOpt = None) -> None:
-    """Prepare a config's data once (read, clean, split, tokenizers, encode) into a store that
-    every run on the same data and settings shares; `train` does this itself when needed."""
+    """Prepare a config's data once, into a store that every run on that data shares.
+
+    Read, clean, split, train the tokenizers, encode; `train` does this itself when needed. The
+    store proves itself whole each time it is opened (sizes and SHA-256 of its files)."""
 
     def go() -> None:
         from translator.data.prepare import prepare_command
@@ -94,7 +106,11 @@ ModelRunOpt = Annotated[
 ]
 CheckpointOpt = Annotated[
     Path | None,
-    typer.Option("--checkpoint", help="Checkpoint file (default: the run's best.pt, else latest)."),
+    typer.Option(
+        "--checkpoint",
+        help="Checkpoint file (default: the run's weight average, ema.pt or averaged.pt, the "
+        "newer, when current; else best.pt; else latest.pt).",
+    ),
 ]
 ModelDirOpt = Annotated[
     Path | None,
@@ -128,20 +144,31 @@ def validate(
     runs_dir: RunsDirOpt = Path("runs"),
     weights_dir: WeightsDirOpt = Path("weights"),
     model: ModelDirOpt = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="Score this test set instead (any format data.source takes): its source side "
+            "translated as `translate` would, scored against its target side.",
+        ),
+    ] = None,
 ) -> None:
-    """Score a checkpoint on its run's validation split: loss, BLEU and chrF (sacreBLEU)."""
+    """Score a checkpoint: loss, BLEU and chrF on its validation split or a test set (--data).
+
+    BLEU and chrF are sacreBLEU's, with their signatures printed."""
 
     def go() -> None:
         if model is not None:
             from translator.export.validate import validate_model_command
 
             _only_model(run=run, checkpoint=checkpoint, device=device)
-            return validate_model_command(model, beam, output, config, set_ or [])
+            return validate_model_command(model, beam, output, config, set_ or [], data)
         from translator.inference.evaluate import validate_command
 
         validate_command(
-            run, checkpoint, beam, output, config, set_ or [], device, runs_dir, weights_dir
-        )
+            run, checkpoint, beam, output, config, set_ or [], device, runs_dir, weights_dir,
+            data_file=data,
+        )  # fmt: skip
 
     _run(go)
 

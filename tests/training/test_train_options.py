@@ -58,21 +58,38 @@ def test_best_metric_bleu_keeps_the_checkpoint_of_the_highest_bleu(corpus: Path)
     assert len(lrs) == 24 and lrs == pytest.approx([3e-3] * 24)
 
 
-@pytest.mark.parametrize(("metric", "saved_at"), [("bleu", [1, 4]), ("loss", [1, 2, 3])])
+@pytest.mark.parametrize(
+    ("metric", "saved_at", "best"),
+    [
+        ("bleu", [1, 4], (1.0, 12.0)),
+        ("loss", [1, 2, 3], (1.0, 12.0)),
+        ("dev/bleu", [1, 2], (0.5, 9.0)),
+        ("dev/loss", [1, 4], (0.5, 9.0)),
+    ],
+)
 def test_best_checkpoint_follows_best_metric(
-    tiny_config: Config, monkeypatch: pytest.MonkeyPatch, metric: str, saved_at: list[int]
+    tiny_config: Config,
+    monkeypatch: pytest.MonkeyPatch,
+    metric: str,
+    saved_at: list[int],
+    best: tuple[float, float],
 ) -> None:
-    """Scripted evaluations whose best loss and best BLEU fall on different ones."""
-    config = dataclasses.replace(
-        tiny_config, train=dataclasses.replace(tiny_config.train, best_metric=metric)
-    )
+    """Scripted evaluations whose best loss and best BLEU fall on different ones, on the
+    validation split and on an eval set (whose best the progress then keeps)."""
+    train = dataclasses.replace(tiny_config.train, best_metric=metric, eval_sets={"dev": "x"})
+    config = dataclasses.replace(tiny_config, train=train)
     paths = RunPaths.create("scripted")
     paths.make()
     data = prepare_data(config, paths)
     model = build_model(config.model, data.src_tokenizer.get_vocab_size(),
                         data.tgt_tokenizer.get_vocab_size())  # fmt: skip
     trainer = Trainer(config, model, data, paths, torch.device("cpu"))
-    scripted = iter([(3.0, 10.0), (2.0, 5.0), (1.0, 7.0), (4.0, 12.0)])  # (loss, BLEU)
+    valid = [(3.0, 10.0), (2.0, 5.0), (1.0, 7.0), (4.0, 12.0)]  # (loss, BLEU)
+    dev = [(1.0, 1.0), (2.0, 9.0), (3.0, 8.0), (0.5, 2.0)]
+    scripted = iter(
+        {"valid/loss": v[0], "valid/bleu": v[1], "dev/loss": d[0], "dev/bleu": d[1]}
+        for v, d in zip(valid, dev, strict=True)
+    )
     monkeypatch.setattr(train_module, "validate_and_sample", lambda _: next(scripted))
     saved: list[int] = []
     monkeypatch.setattr(trainer, "save", lambda path: saved.append(trainer.progress.step))
@@ -80,7 +97,7 @@ def test_best_checkpoint_follows_best_metric(
         trainer.progress.step = step
         trainer._validate_and_sample()
     assert saved == saved_at
-    assert (trainer.progress.best_valid_loss, trainer.progress.best_bleu) == (1.0, 12.0)
+    assert (trainer.progress.best_valid_loss, trainer.progress.best_bleu) == best
 
 
 def test_best_metric_loss_and_eval_bleu_off(corpus: Path) -> None:

@@ -48,8 +48,10 @@ def validate_model_command(
     output: Path | None,
     config_path: Path | None,
     overrides: list[str],
+    data_file: Path | None = None,
 ) -> None:
-    """Loss, BLEU and chrF of an exported model on the validation split of the run it came from."""
+    """Loss, BLEU and chrF of an exported model on the validation split of the run it came from,
+    or on the pairs of `data_file`."""
     from translator.data.prepare import prepare_data
     from translator.inference.evaluate import Validation, format_validation
     from translator.inference.predict import override_config, resolve_beam, write_lines
@@ -61,6 +63,8 @@ def validate_model_command(
     model = load_exported(model_dir)
     model.config = override_config(model.config, config_path, overrides, "validate")
     beam = resolve_beam(beam, model.config)
+    if data_file is not None:
+        return _validate_file(model, model_dir, data_file, beam, output)
     if not (model_dir / "split.json").is_file():
         raise DataError(f"--model {model_dir}: no split.json; export the run again to score it")
     with tempfile.TemporaryDirectory() as tmp:  # prepare_data caches beside the split: not in DIR
@@ -82,4 +86,32 @@ def validate_model_command(
     shown.step = model.step
     samples = [(s, r, h) for (s, r), h in zip(data.valid_pairs, hypotheses, strict=True)]
     result = Validation(shown, model.run, beam, loss, scores, hypotheses, samples[:3])  # type: ignore[arg-type]
+    print(format_validation(result))
+
+
+def _validate_file(
+    model: ExportedModel, model_dir: Path, data_file: Path, beam: int, output: Path | None
+) -> None:
+    """`validate --model DIR --data FILE`: as `validate --run R --data FILE`, by CTranslate2."""
+    from translator.data.testsets import encode_eval_sets, read_test_pairs
+    from translator.export.engine import translate_exported
+    from translator.inference.evaluate import Validation, format_validation
+    from translator.inference.predict import write_lines
+
+    pairs = read_test_pairs(str(data_file), model.config.data, "--data")
+    hypotheses = translate_exported(model, [src for src, _ in pairs], beam)
+    scores = corpus_scores(hypotheses, [ref for _, ref in pairs])
+    (encoded,) = encode_eval_sets(
+        {"data": pairs}, model.src_tokenizer, model.tgt_tokenizer, model.config.data.max_len
+    )
+    sources = [encoded.dataset[i]["encoder_input"] for i in range(len(encoded.dataset))]
+    loss = exported_loss(model, sources, encoded.dataset.tgt_ids)
+    if output is not None:
+        write_lines(output, hypotheses)
+    shown = SimpleNamespace(
+        config=model.config, checkpoint=f"{model_dir} (CTranslate2 {model.arithmetic})"
+    )
+    shown.step = model.step
+    samples = [(s, r, h) for (s, r), h in zip(pairs, hypotheses, strict=True)][:3]
+    result = Validation(shown, model.run, beam, loss, scores, hypotheses, samples, str(data_file))  # type: ignore[arg-type]
     print(format_validation(result))

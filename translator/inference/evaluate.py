@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from tokenizers import Tokenizer
 
 from translator.config import DecodeConfig
 from translator.data.batching import BilingualDataset, TokenBatchSampler, collate
@@ -24,6 +25,7 @@ from translator.inference.predict import (
     load_model,
     override_config,
     resolve_beam,
+    translate_sentences,
     write_lines,
 )
 from translator.metrics import Scores
@@ -66,15 +68,67 @@ def evaluate_translations(
     progress: bool = True,
 ) -> tuple[list[str], Scores]:
     """Translate the validation split; corpus BLEU and chrF against its raw reference text."""
+    references = [ref for _, ref in data.valid_pairs]
+    return score_dataset(
+        model, data.valid, references, data.tgt_tokenizer, decode_cfg, device, beam, progress
+    )
+
+
+def score_dataset(
+    model: Transformer,
+    dataset: BilingualDataset,
+    references: list[str],
+    tgt_tokenizer: Tokenizer,
+    decode_cfg: DecodeConfig,
+    device: torch.device,
+    beam: int | None = None,
+    progress: bool = True,
+) -> tuple[list[str], Scores]:
+    """Translate an encoded set; corpus BLEU and chrF against `references` (aligned with it)."""
     from translator.metrics import corpus_scores
 
-    sources = [data.valid[i]["encoder_input"] for i in range(len(data.valid))]
-    detokenize = partial(decode_ids, data.tgt_tokenizer)
+    sources = [dataset[i]["encoder_input"] for i in range(len(dataset))]
+    detokenize = partial(decode_ids, tgt_tokenizer)
     outputs = decode_in_batches(model, sources, decode_cfg, device, beam, progress, detokenize)
     hypotheses = [detokenize(out) for out in outputs]
     if not hypotheses:
         return [], Scores(math.nan, math.nan, "", "")
-    return hypotheses, corpus_scores(hypotheses, [ref for _, ref in data.valid_pairs])
+    return hypotheses, corpus_scores(hypotheses, references)
+
+
+def validate_file(
+    loaded: LoadedModel,
+    run: str,
+    data_file: Path,
+    beam: int,
+    output: Path | None,
+    n_samples: int = 3,
+) -> Validation:
+    """`validate --data FILE`: translate the file's source side as `translate` would, score it
+    against its target side (sacreBLEU), and the loss of its pairs within data.max_len."""
+    from translator.data.testsets import encode_eval_sets, read_test_pairs
+    from translator.metrics import corpus_scores
+
+    pairs = read_test_pairs(str(data_file), loaded.config.data, "--data")
+    hypotheses = translate_sentences(loaded, [src for src, _ in pairs], beam)
+    scores = corpus_scores(hypotheses, [ref for _, ref in pairs])
+    (encoded,) = encode_eval_sets(
+        {"data": pairs}, loaded.src_tokenizer, loaded.tgt_tokenizer, loaded.config.data.max_len
+    )
+    loss = validation_loss(
+        loaded.model, encoded.dataset, loaded.config.train.batch_tokens, loaded.device
+    )
+    if output is not None:
+        write_lines(output, hypotheses)
+    samples = [(s, r, h) for (s, r), h in zip(pairs, hypotheses, strict=True)][:n_samples]
+    kept = (
+        ""
+        if len(encoded.pairs) == len(pairs)
+        else f"; loss on the {len(encoded.pairs):,} within data.max_len"
+    )
+    result = Validation(loaded, run, beam, loss, scores, hypotheses, samples, f"{data_file}{kept}")
+    print(format_validation(result))
+    return result
 
 
 # --------------------------------------------------------------------------- the command
@@ -91,6 +145,7 @@ class Validation:
     scores: Scores
     hypotheses: list[str]
     samples: list[tuple[str, str, str]]
+    data: str = "the run's validation split"
 
 
 def validate_command(
@@ -104,8 +159,10 @@ def validate_command(
     runs_root: Path = Path("runs"),
     weights_root: Path = Path("weights"),
     n_samples: int = 3,
+    data_file: Path | None = None,
 ) -> Validation:
-    """`translator validate`: loss, BLEU and chrF of a checkpoint on its run's validation split."""
+    """`translator validate`: loss, BLEU and chrF of a checkpoint on its run's validation split,
+    or on the pairs of `data_file`."""
     from translator.data.prepare import prepare_data
     from translator.metrics import TensorBoardLogger
 
@@ -117,6 +174,8 @@ def validate_command(
     loaded.config = override_config(loaded.config, config_path, overrides, "validate")
     beam = resolve_beam(beam, loaded.config)
     log.info("using %s (step %d)", ckpt, loaded.step)
+    if data_file is not None:
+        return validate_file(loaded, run_dir.name, data_file, beam, output, n_samples)
     paths = RunPaths(run_dir.name, runs_root / run_dir.name, run_dir)
     data = prepare_data(loaded.config, paths)
     if len(data.valid) == 0:
@@ -154,6 +213,7 @@ def format_validation(v: Validation) -> str:
     search = "greedy" if v.beam == 1 else f"beam {v.beam}, length penalty alpha {dec.alpha}"
     rows = [
         ("run", v.run),
+        ("data", v.data),
         ("checkpoint", f"{v.loaded.checkpoint} (step {v.loaded.step:,})"),
         ("decoding", f"{search}; at most {dec.max_len_a} x source + {dec.max_len_b} tokens"),
         ("sentences", f"{len(v.hypotheses):,}"),

@@ -1,7 +1,8 @@
 """A run's directories and files, and finding a run's checkpoint to load.
 
 runs/<name>/      TensorBoard events
-weights/<name>/   config.yaml, split.json, tokenizer_{src,tgt}.json, latest.pt, best.pt
+weights/<name>/   config.yaml, split.json, tokenizer_{src,tgt}.json, latest.pt, best.pt,
+                  parent.json (a run made from another run)
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from pathlib import Path
 from translator.errors import CheckpointError, ConfigError
 from translator.run.average import AVERAGED, is_current
 from translator.run.checkpoint import BEST, EMA, LATEST
+
+PARENT_RECORD = "parent.json"
+"""The run this run was made from (train.init_from): run/lineage.py writes and reads it."""
 
 
 def check_run_name(name: str) -> None:
@@ -51,6 +55,10 @@ class RunPaths:
         return self.weights_dir / "store.json"
 
     @property
+    def parent_record(self) -> Path:
+        return self.weights_dir / PARENT_RECORD
+
+    @property
     def latest(self) -> Path:
         return self.weights_dir / LATEST
 
@@ -65,7 +73,7 @@ class RunPaths:
         """Remove the split, tokenizers and encoded data of an attempt that never checkpointed."""
         if not self.weights_dir.is_dir():
             return
-        prepared = (self.split, self.encoded, self.store_record)
+        prepared = (self.split, self.encoded, self.store_record, self.parent_record)
         for f in (*prepared, self.tokenizer("src"), self.tokenizer("tgt")):
             f.unlink(missing_ok=True)
 
@@ -88,8 +96,8 @@ def find_checkpoint(
 ) -> tuple[Path, Path]:
     """The checkpoint to load and the run directory holding its tokenizers.
 
-    `--checkpoint` wins; otherwise the run's best.pt (else latest.pt); with neither option, the run
-    whose checkpoints were written last.
+    `--checkpoint` wins; otherwise `checkpoint_of_run` (the weight average, else best.pt, else
+    latest.pt) of the run, or with neither option of the run whose checkpoints were written last.
     """
     if run is not None:
         check_run_name(run)

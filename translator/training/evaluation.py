@@ -10,11 +10,11 @@ from typing import Protocol
 import torch
 
 from translator.config import Config, TrainConfig
-from translator.data.batching import collate
+from translator.data.batching import BilingualDataset, collate
 from translator.data.prepare import PreparedData
 from translator.data.tokenizer import decode_ids
 from translator.inference.decode import greedy_decode
-from translator.inference.evaluate import evaluate_translations, validation_loss
+from translator.inference.evaluate import score_dataset, validation_loss
 from translator.metrics import Logger, NullLogger
 from translator.model.transformer import Transformer
 from translator.training.state import Progress
@@ -75,39 +75,63 @@ def samples(trainer: Trainer) -> list[tuple[str, str, str]]:
     ]
 
 
-def validate_and_sample(trainer: Trainer) -> tuple[float, float]:
-    """Validation loss (and BLEU/chrF), samples to the log and TensorBoard.
+def validate_and_sample(trainer: Trainer) -> dict[str, float]:
+    """Loss (and BLEU/chrF) on the validation split and on each of `train.eval_sets`, samples
+    to the log and TensorBoard.
 
-    Returns (validation loss, BLEU); BLEU is NaN when `train.eval_bleu` is off or there is no
-    validation data.
+    Returns each figure by its TensorBoard tag (`valid/loss`, `valid/bleu`, `dev/loss`, ...);
+    BLEU is NaN when `train.eval_bleu` is off or the set is empty.
     """
     from tqdm import tqdm
 
+    data = trainer.data
+    figures = score_set(trainer, "valid", data.valid, [ref for _, ref in data.valid_pairs])
+    lines = [f"step {trainer.progress.step}: {_describe('valid', figures)}"]
+    for eval_set in data.eval_sets:
+        refs = [ref for _, ref in eval_set.pairs]
+        found = score_set(trainer, eval_set.name, eval_set.dataset, refs)
+        figures.update(found)
+        lines.append(f"  {_describe(eval_set.name, found)}")
+    pairs = samples(trainer)
+    table = "| source | reference | prediction |\n|---|---|---|\n" + "\n".join(
+        f"| {s} | {r} | {h} |" for s, r, h in pairs
+    )
+    trainer.logger.text("valid/samples", table, trainer.progress.step)
+    trainer.logger.flush()
+    lines += [f"  src: {s}\n  ref: {r}\n  hyp: {h}" for s, r, h in pairs]
+    tqdm.write("\n".join(lines), file=sys.stderr)
+    return figures
+
+
+def score_set(
+    trainer: Trainer, name: str, dataset: BilingualDataset, references: list[str]
+) -> dict[str, float]:
+    """Loss, and greedy BLEU and chrF when `train.eval_bleu`, of one set, logged as NAME/..."""
     step, logger = trainer.progress.step, trainer.logger
-    valid_loss = evaluate(trainer)
-    logger.scalar("valid/loss", valid_loss, step)
-    lines = [f"step {step}: valid loss {valid_loss:.4f}"]
-    bleu = math.nan
-    if trainer.cfg.eval_bleu and len(trainer.data.valid):
+    with trainer.autocast():
+        loss = validation_loss(trainer.model, dataset, trainer.cfg.batch_tokens, trainer.device)
+    figures = {f"{name}/loss": loss, f"{name}/bleu": math.nan}
+    if trainer.cfg.eval_bleu and len(dataset):
         with trainer.autocast():
-            _, scores = evaluate_translations(
+            _, scores = score_dataset(
                 trainer.model,
-                trainer.data,
+                dataset,
+                references,
+                trainer.data.tgt_tokenizer,
                 trainer.config.decode,
                 trainer.device,
                 beam=1,
                 progress=False,
             )
-        bleu = scores.bleu
-        logger.scalar("valid/bleu", scores.bleu, step)
-        logger.scalar("valid/chrf", scores.chrf, step)
-        lines[0] += f", BLEU {scores.bleu:.2f}, chrF {scores.chrf:.2f} (greedy)"
-    pairs = samples(trainer)
-    table = "| source | reference | prediction |\n|---|---|---|\n" + "\n".join(
-        f"| {s} | {r} | {h} |" for s, r, h in pairs
-    )
-    logger.text("valid/samples", table, step)
-    logger.flush()
-    lines += [f"  src: {s}\n  ref: {r}\n  hyp: {h}" for s, r, h in pairs]
-    tqdm.write("\n".join(lines), file=sys.stderr)
-    return valid_loss, bleu
+        figures.update({f"{name}/bleu": scores.bleu, f"{name}/chrf": scores.chrf})
+    for tag, value in figures.items():
+        if math.isfinite(value) or tag.endswith("loss"):
+            logger.scalar(tag, value, step)
+    return figures
+
+
+def _describe(name: str, figures: dict[str, float]) -> str:
+    text = f"{name} loss {figures[f'{name}/loss']:.4f}"
+    if math.isfinite(figures[f"{name}/bleu"]):
+        text += f", BLEU {figures[f'{name}/bleu']:.2f}, chrF {figures[f'{name}/chrf']:.2f} (greedy)"
+    return text

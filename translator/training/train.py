@@ -11,13 +11,22 @@ import torch
 
 from translator.config import Config, load_config, save_config
 from translator.data.prepare import data_summary, prepare_data
+from translator.data.read import Pair
+from translator.data.testsets import encode_eval_sets, read_eval_sets
 from translator.device import autocast_dtype, resolve_device
 from translator.errors import CheckpointError, ConfigError
 from translator.metrics import NullLogger, TensorBoardLogger
 from translator.model.transformer import build_model, count_parameters
 from translator.run.checkpoint import load_checkpoint
+from translator.run.lineage import Parent, write_parent_record
 from translator.run.lock import run_lock
 from translator.run.paths import RunPaths
+from translator.training.adapt import (
+    adapted_config,
+    announce_parent,
+    load_parent_weights,
+    start_from_parent,
+)
 from translator.training.distributed import (
     barrier,
     current_rank,
@@ -70,15 +79,24 @@ def _train(
     # On resume the run's own resolved config is the base; --set may still change it (max_steps).
     base = paths.config if resume_path is not None and paths.config.is_file() else config_path
     config = load_config(base, overrides)  # a rejected config creates nothing
+    parent = None
+    if config.train.init_from is not None and resume_path is None:
+        config, parent = adapted_config(config_path, overrides, weights_root)
+    eval_sets = read_eval_sets(config)  # a bad file fails before anything is written
     if not rank.is_main:  # rank 0 holds the run's lock for the whole job
-        return _train_run(config, paths, resume_path, device_name)
+        return _train_run(config, paths, resume_path, device_name, parent, eval_sets)
     paths.make()
     with run_lock(paths.weights_dir, paths.name):
-        return _train_run(config, paths, resume_path, device_name)
+        return _train_run(config, paths, resume_path, device_name, parent, eval_sets)
 
 
 def _train_run(
-    config: Config, paths: RunPaths, resume_path: Path | None, device_name: str | None
+    config: Config,
+    paths: RunPaths,
+    resume_path: Path | None,
+    device_name: str | None,
+    parent: Parent | None = None,
+    eval_sets: dict[str, list[Pair]] | None = None,
 ) -> Trainer:
     """Prepare data, model and Trainer, then train; rank 0 holds the run's lock meanwhile."""
     rank = current_rank()
@@ -89,6 +107,8 @@ def _train_run(
         )
     if resume_path is None and rank.is_main:
         paths.discard_prepared()  # a fresh start: nothing of an earlier, failed attempt is reused
+    if parent is not None:
+        start_from_parent(parent, paths, rank.is_main)
     device = resolve_device(device_name)
     if rank.distributed and device.type == "cuda":
         device = torch.device("cuda", rank.local_rank)
@@ -101,15 +121,23 @@ def _train_run(
     barrier()
     if not rank.is_main:
         data = prepare_data(config, paths)
+    data.eval_sets = encode_eval_sets(
+        eval_sets or {}, data.src_tokenizer, data.tgt_tokenizer, config.data.max_len
+    )
     model = build_model(
         config.model,
         data.src_tokenizer.get_vocab_size(),
         data.tgt_tokenizer.get_vocab_size(),
         shared_vocab=config.tokenizer.shared,
     )
+    if parent is not None:
+        load_parent_weights(model, parent, data.src_tokenizer, data.tgt_tokenizer)
+        parent.forget_state()
+        if rank.is_main:
+            write_parent_record(paths.weights_dir, parent)
     if rank.rank > 0:  # same initial weights everywhere, distinct dropout streams per rank
         torch.manual_seed(config.train.seed * 7919 + rank.rank * 104729)
-    log.info(data_summary(data))
+    log.info(data_summary(data, config.data.weights()))
     log.info(
         "model: %s parameters; device %s%s; precision %s; run %s (events in %s)",
         f"{count_parameters(model):,}",
@@ -120,6 +148,7 @@ def _train_run(
         paths.log_dir,
     )
     logger = TensorBoardLogger(paths.log_dir) if rank.is_main else NullLogger()
+    announce_parent(paths, logger, parent)
     trainer = Trainer(config, model, data, paths, device, logger)
     if resume_path is not None:
         trainer.load_state_dict(load_checkpoint(resume_path, map_location=device), resume_path)

@@ -90,6 +90,8 @@ class Trainer:
             self.cfg.batch_tokens,
             self.cfg.seed,
             copies=data.train.copies,
+            entries=data.train_entries,
+            weights=config.data.weights(),
         )
         self.stop_requested = False  # set by a signal handler
         self.stop_agreed = False  # all ranks saw a stop request before the last step
@@ -290,10 +292,12 @@ class Trainer:
     def _validate_and_sample(self) -> None:
         """Evaluate and sample (evaluation.py), then keep the best checkpoint."""
         p = self.progress
-        valid_loss, bleu = validate_and_sample(self)
+        figures = validate_and_sample(self)
+        name, measure = self.cfg.best_set_and_measure()  # progress keeps that set's best
+        valid_loss, bleu = figures[f"{name}/loss"], figures[f"{name}/bleu"]
         improved = (
             math.isfinite(bleu) and bleu > p.best_bleu
-            if self.cfg.best_metric == "bleu"
+            if measure == "bleu"
             else math.isfinite(valid_loss) and valid_loss < p.best_valid_loss
         )
         if math.isfinite(valid_loss):

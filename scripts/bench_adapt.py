@@ -1,0 +1,157 @@
+"""Adapting a trained translator to a small in-domain corpus, against training from nothing.
+
+    python scripts/bench_adapt.py            # all of it: about 2 h 20 min on 2 cores
+    python scripts/bench_adapt.py --parent adapt_parent --only c,d   # reuse a trained parent
+
+Each run is scored as soon as it is trained, and the figures so far are kept in
+OUT/figures.json; a run already trained (its latest.pt exists) is scored, not trained again.
+
+Runs, each through the `translator` command as a user would type it (names: PREFIX + letter):
+  parent  configs/cpu.yaml on the general corpus, --parent-minutes (30)
+  a       configs/cpu.yaml from nothing on the in-domain corpus alone, parent + adapt minutes (40)
+  b       configs/cpu.yaml from nothing on both corpora, plain concatenation, the same minutes
+  c       configs/adapt.yaml from the parent on the in-domain corpus, --minutes (10)
+  d       the same, mixed fine-tuning: the in-domain corpus plus a --share of the general one
+Each is then scored with `translator validate --data` on the dev set (in-domain) and on the
+parent's own validation split (general domain), at beam 4 and with the shipped decoding. Prints
+a markdown table (BLEU / chrF, steps), then one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared/data/en-it"
+
+
+def sh(args: list[str], log: Path) -> str:
+    """Run a translator command, its output appended to `log`; stop the benchmark if it fails."""
+    start = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, text=True)
+    with log.open("a", encoding="utf-8") as f:
+        f.write(f"$ {' '.join(args)}\n{done.stdout}{done.stderr}\n")
+    if done.returncode:
+        sys.exit(f"failed ({done.returncode}): {' '.join(args)}\n{done.stderr[-2000:]}")
+    print(f"  {time.perf_counter() - start:6.0f} s  {' '.join(args)}", file=sys.stderr)
+    return done.stdout
+
+
+def train(name: str, config: str, minutes: float, sets: list[str], log: Path) -> None:
+    if (ROOT / "weights" / name / "latest.pt").is_file():
+        print(f"  run {name} is trained already: kept", file=sys.stderr)
+        return
+    args = ["translator", "train", "--config", config, "--run", name]
+    args += ["--set", f"train.max_minutes={minutes}", *(a for s in sets for a in ("--set", s))]
+    sh(args, log)
+
+
+def score(name: str, data: Path, shipped: bool, log: Path) -> tuple[float, float, int]:
+    """BLEU, chrF and the checkpoint's step, from `translator validate --data`."""
+    args = ["translator", "validate", "--run", name, "--data", str(data)]
+    if not shipped:
+        args += ["--beam", "4", "--set", "decode.mbr=false"]
+    out = sh(args, log)
+    bleu = float(re.search(r"^BLEU\s+([\d.]+)", out, re.M).group(1))  # type: ignore[union-attr]
+    chrf = float(re.search(r"^chrF\s+([\d.]+)", out, re.M).group(1))  # type: ignore[union-attr]
+    step = int(re.search(r"\(step ([\d,]+)\)", out).group(1).replace(",", ""))  # type: ignore[union-attr]
+    return bleu, chrf, step
+
+
+def general_valid(parent: str, out: Path) -> Path:
+    """The parent's own validation split (source<TAB>target), copied out of its store."""
+    record = json.loads((ROOT / "weights" / parent / "store.json").read_text(encoding="utf-8"))
+    target = out / f"{parent}-valid.tsv"
+    shutil.copyfile(Path(record["path"]) / "valid.tsv", target)
+    return target
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--general", type=Path, default=DATA / "opensubs.jsonl")
+    p.add_argument("--domain", type=Path, default=DATA / "everyday.jsonl")
+    p.add_argument("--dev", type=Path, default=DATA / "tatoeba-dev.jsonl")
+    p.add_argument("--parent", help="a trained parent run to reuse (default: train one)")
+    p.add_argument("--parent-minutes", type=float, default=30)
+    p.add_argument("--minutes", type=float, default=10, help="adaptation minutes (c, d)")
+    p.add_argument("--share", type=float, default=0.25, help="weight of the general corpus in d")
+    p.add_argument("--only", default="c,d,a,b", help="which runs besides the parent, in order")
+    p.add_argument("--prefix", default="adapt_")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--set", dest="sets", action="append", default=[], help="for c and d")
+    p.add_argument("--out", type=Path, default=ROOT / "runs" / "bench_adapt")
+    args = p.parse_args()
+    os.chdir(ROOT)  # runs go to ROOT/runs and ROOT/weights, as from the README's commands
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = args.out / "commands.log"
+    seed = [f"train.seed={args.seed}"]
+    cpu, adapt = str(ROOT / "configs/cpu.yaml"), str(ROOT / "configs/adapt.yaml")
+    parent = args.parent or f"{args.prefix}parent"
+    train(parent, cpu, args.parent_minutes, [f"data.source={args.general}", *seed], log)
+    general = general_valid(parent, args.out)
+    total = args.parent_minutes + args.minutes
+    both = f"[{args.domain}, {args.general}]"
+    mixed = f"[{{path: {args.domain}, weight: 1}}, {{path: {args.general}, weight: {args.share}}}]"
+    watch = f"train.eval_sets={{general: {general}}}"
+    init = f"train.init_from={parent}"
+    plan = {
+        "a": (cpu, total, [f"data.source={args.domain}"]),
+        "b": (cpu, total, [f"data.source={both}"]),
+        "c": (adapt, args.minutes, [init, f"data.source={args.domain}", watch, *args.sets]),
+        "d": (adapt, args.minutes, [init, f"data.source={mixed}", watch, *args.sets]),
+    }
+    chosen = [k for k in args.only.split(",") if k]
+    runs = {"parent": parent, **{key: f"{args.prefix}{key}" for key in chosen}}
+    figures: dict[str, dict[str, float]] = {}
+    for key, name in runs.items():  # each scored once trained, the figures kept as they come
+        if key != "parent":
+            config, minutes, sets = plan[key]
+            train(name, config, minutes, [*sets, *seed], log)
+        figures[key] = score_run(name, args.dev, general, log)
+        (args.out / "figures.json").write_text(json.dumps({"runs": runs, "figures": figures}))
+        print_table({key: figures[key]}, runs, args)
+    print_table(figures, runs, args)
+    print(json.dumps({"runs": runs, "figures": figures}))
+
+
+def score_run(name: str, dev: Path, general: Path, log: Path) -> dict[str, float]:
+    """Dev (in-domain) and general-domain BLEU / chrF, beam 4 and shipped, and the step."""
+    row: dict[str, float] = {}
+    for label, data in (("dev", dev), ("general", general)):
+        for decoding, shipped in (("b4", False), ("shipped", True)):
+            bleu, chrf, step = score(name, data, shipped, log)
+            row |= {f"{label}_{decoding}_bleu": bleu, f"{label}_{decoding}_chrf": chrf}
+            row["step"] = step
+    return row
+
+
+def print_table(figures: dict[str, dict[str, float]], runs: dict[str, str], args) -> None:
+    what = {
+        "parent": f"{args.parent_minutes:g} min from nothing on {args.general.name}",
+        "a": f"{args.parent_minutes + args.minutes:g} min from nothing on {args.domain.name}",
+        "b": f"{args.parent_minutes + args.minutes:g} min from nothing on both, concatenated",
+        "c": f"parent + {args.minutes:g} min on {args.domain.name}",
+        "d": f"parent + {args.minutes:g} min mixed ({args.domain.name} 1, "
+        f"{args.general.name} {args.share:g})",
+    }
+    print("| run | what | steps | dev beam 4 | dev shipped | general beam 4 | general shipped |")
+    print("|---|---|---|---|---|---|---|")
+    for key, row in figures.items():
+        cells = [
+            f"{row[f'{s}_{d}_bleu']:.1f} / {row[f'{s}_{d}_chrf']:.1f}"
+            for s in ("dev", "general")
+            for d in ("b4", "shipped")
+        ]
+        print(f"| {key} ({runs[key]}) | {what[key]} | {int(row['step']):,} | {' | '.join(cells)} |")
+
+
+if __name__ == "__main__":
+    main()

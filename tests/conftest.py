@@ -71,13 +71,14 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _verify_every_store() -> Iterator[None]:
     """Every prepared store the tests write is opened with its full check right after it is
     written: the check must pass on all of them, whatever the settings."""
-    from translator.data.store import StoreWriter, verify_store
+    from translator.data.integrity import verify_files
+    from translator.data.store import StoreWriter
 
     commit = StoreWriter.commit
 
     def commit_and_verify(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         store = commit(self, *args, **kwargs)
-        verify_store(store)
+        verify_files(store.path, store.meta)
         return store
 
     commit_and_verify.verified_by_the_suite = True  # type: ignore[attr-defined]

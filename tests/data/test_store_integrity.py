@@ -13,7 +13,8 @@ from helpers import ROOT, cli, make_pairs, write_jsonl
 
 from translator.config import Config, load_config
 from translator.data.build import prepare_store
-from translator.data.store import StoreDamaged, _meta_digest, open_store
+from translator.data.integrity import StoreDamaged, meta_digest
+from translator.data.store import open_store
 
 
 @pytest.fixture
@@ -67,7 +68,7 @@ def test_an_id_past_the_vocabulary_never_passes(store: Path) -> None:
     """Even with a meta.json rewritten consistently (its own digest made anew)."""
     meta = json.loads((store / "meta.json").read_text())
     meta["max_id"]["train.src.ids"] = meta["vocab_size"]
-    meta["meta_sha256"] = _meta_digest(meta)
+    meta["meta_sha256"] = meta_digest(meta)
     (store / "meta.json").write_text(json.dumps(meta))
     with pytest.raises(StoreDamaged, match=r"train\.src\.ids holds id \d+, past the vocabulary"):
         open_store(store)
@@ -116,3 +117,15 @@ def test_every_store_the_suite_writes_is_verified(tiny_config: Config) -> None:
 
     assert getattr(StoreWriter.commit, "verified_by_the_suite", False)
     assert prepare_store(tiny_config) is not None
+
+
+def test_a_store_of_an_older_format_in_the_place_is_replaced(tiny_config: Config) -> None:
+    """A store folder written by an earlier version sits where the new one goes: it is set
+    aside, not an error (every user upgrading has one)."""
+    path = prepare_store(tiny_config).path
+    meta = json.loads((path / "meta.json").read_text())
+    meta["version"] = 1
+    (path / "meta.json").write_text(json.dumps(meta))
+    assert open_store(path) is None  # not ours to read
+    again = prepare_store(tiny_config)
+    assert again.path == path and open_store(path) is not None

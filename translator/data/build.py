@@ -35,15 +35,14 @@ from translator.data.clean import (
     split_mask,
 )
 from translator.data.encode import TrainWriter, encode_ahead, for_clean_text
+from translator.data.integrity import StoreDamaged, discard_damaged
 from translator.data.read import Pair, Source, iter_source, resolve_sources
 from translator.data.store import (
     SOURCE_DTYPE,
     Given,
     Store,
-    StoreDamaged,
     StoreWriter,
     config_ident,
-    discard_damaged,
     open_store,
     store_key,
     store_root,
@@ -77,7 +76,7 @@ def prepare_store(config: Config, given: Given | None = None) -> Store:
         discard_damaged(damaged)
         store = None
     if store is not None:
-        log.info("prepared data: %s (ready, verified)", final)
+        log.info("prepared data: %s (ready)", final)
         return store
     start = time.perf_counter()
     try:

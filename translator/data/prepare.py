@@ -26,13 +26,12 @@ from translator.config import Config
 from translator.data.batching import BilingualDataset
 from translator.data.build import prepare_store
 from translator.data.clean import FilterStats
+from translator.data.integrity import StoreDamaged, discard_damaged
 from translator.data.read import Pair
 from translator.data.store import (
     Given,
     Store,
-    StoreDamaged,
     config_ident,
-    discard_damaged,
     open_store,
 )
 from translator.data.testsets import EvalSet

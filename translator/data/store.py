@@ -18,7 +18,7 @@ seed) under `data.store_dir`:
 A store is written in a temporary folder beside its place and renamed into it when complete, so
 a half-written store is never used; meta.json is written last. It records the size and SHA-256
 of every other file, the largest id in each id file and the vocabulary size, and a SHA-256 of
-itself; every open checks them all (`verify_store`), so a store damaged after it was written (a
+itself; every open checks them all (integrity.py), so a store damaged after it was written (a
 disk error, a partial copy, a hand edit) is never trained on.
 """
 
@@ -43,6 +43,13 @@ from translator.config import Config
 from translator.data.batching import BilingualDataset, Sequences
 from translator.data.clean import FilterStats
 from translator.data.hub import writable_dir
+from translator.data.integrity import (
+    StoreDamaged,
+    discard_damaged,
+    file_digest,
+    meta_digest,
+    verify_files,
+)
 from translator.data.read import Pair, resolve_sources
 from translator.data.tokenizer import fingerprint, load_tokenizer, save_tokenizer
 from translator.errors import DataError
@@ -154,14 +161,6 @@ def _map(path: Path, dtype: np.dtype, count: int | None = None) -> np.ndarray:
     return arr
 
 
-class StoreDamaged(DataError):
-    """A store whose files are not the ones that were written."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        super().__init__(f"the prepared store {path} is damaged ({problem})")
-        self.path, self.problem = path, problem
-
-
 def open_store(path: Path, key: str | None = None, verify: bool = True) -> Store | None:
     """The complete store at `path` (with `key`, when given), or None when there is none.
 
@@ -186,54 +185,8 @@ def open_store(path: Path, key: str | None = None, verify: bool = True) -> Store
         return None
     store = Store(path, meta)
     if verify:
-        verify_store(store)
+        verify_files(path, meta)
     return store
-
-
-def verify_store(store: Store) -> None:
-    """Prove the store's files are the ones written: meta.json's own digest, then each file's
-    size and SHA-256, then that no id reaches past the vocabulary. Reads every byte once."""
-    meta, path = store.meta, store.path
-    if meta.get("meta_sha256") != _meta_digest(meta):
-        raise StoreDamaged(path, "meta.json differs from what was written")
-    for name, record in meta["files"].items():
-        file = path / name
-        try:
-            size = file.stat().st_size
-        except OSError:
-            raise StoreDamaged(path, f"{name} is missing") from None
-        if size != record["size"]:
-            raise StoreDamaged(path, f"{name} has {size:,} bytes, {record['size']:,} were written")
-        if file_digest(file) != record["sha256"]:
-            raise StoreDamaged(path, f"{name}: its content differs from what was written")
-    for name, largest in meta["max_id"].items():
-        if largest >= meta["vocab_size"]:
-            raise StoreDamaged(path, f"{name} holds id {largest}, past the vocabulary")
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file, read in 8 MiB pieces (flat memory, whatever its size)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while piece := f.read(1 << 23):
-            digest.update(piece)
-    return digest.hexdigest()
-
-
-def _meta_digest(meta: dict[str, Any]) -> str:
-    body = {k: v for k, v in meta.items() if k != "meta_sha256"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def discard_damaged(damaged: StoreDamaged) -> None:
-    """Move a damaged store out of its place, then delete it (a reader that has it open keeps
-    its files until it closes them), so the next prepare writes a fresh one."""
-    aside = damaged.path.with_name(f".damaged-{damaged.path.name}-{os.getpid()}")
-    try:
-        os.rename(damaged.path, aside)
-    except OSError:
-        return
-    shutil.rmtree(aside, ignore_errors=True)
 
 
 class StoreWriter:
@@ -350,18 +303,33 @@ class StoreWriter:
             full = {"format": FORMAT, "version": VERSION, "dtype": self.dtype.name,
                     "counts": self.counts, "copies": self.copies, "entries": self.entries,
                     "files": files, "max_id": self.max_id, "vocab_size": vocab, **meta}  # fmt: skip
-            full["meta_sha256"] = _meta_digest(full)
+            full["meta_sha256"] = meta_digest(full)
             (self.tmp / "meta.json").write_text(json.dumps(full, indent=1), encoding="utf-8")
-            os.rename(self.tmp, self.final)
+            self._rename_into_place()
         except OSError as exc:
-            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY) and open_store(
-                self.final, verify=False
-            ):
-                return open_store(self.final)  # type: ignore[return-value]
             raise _disk_error(exc, self.final) from None
         store = open_store(self.final, verify=False)
         assert store is not None
         return store
+
+    def _rename_into_place(self) -> None:
+        """Rename the finished folder to `final`. A folder there already is a store that a
+        concurrent writer committed first (then kept), or one of an older format or a damaged
+        one (then set aside and replaced)."""
+        try:
+            os.rename(self.tmp, self.final)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+        try:
+            if open_store(self.final) is not None:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+                return
+        except StoreDamaged:
+            pass
+        discard_damaged(StoreDamaged(self.final, "of an older format"))
+        os.rename(self.tmp, self.final)
 
 
 def remove_stale_temps(final: Path) -> int:

@@ -1,0 +1,67 @@
+"""Proving a prepared store whole: what its meta.json records of its files is checked at every
+open, so a store damaged after it was written (a disk error, a partial copy, a hand edit) is
+never used."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from translator.errors import DataError
+
+
+class StoreDamaged(DataError):
+    """A store whose files are not the ones that were written."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"the prepared store {path} is damaged ({problem})")
+        self.path, self.problem = path, problem
+
+
+def verify_files(path: Path, meta: dict[str, Any]) -> None:
+    """Prove the store's files are the ones written: meta.json's own digest, then each file's
+    size and SHA-256, then that no id reaches past the vocabulary. Reads every byte once."""
+    if meta.get("meta_sha256") != meta_digest(meta):
+        raise StoreDamaged(path, "meta.json differs from what was written")
+    for name, record in meta["files"].items():
+        file = path / name
+        try:
+            size = file.stat().st_size
+        except OSError:
+            raise StoreDamaged(path, f"{name} is missing") from None
+        if size != record["size"]:
+            raise StoreDamaged(path, f"{name} has {size:,} bytes, {record['size']:,} were written")
+        if file_digest(file) != record["sha256"]:
+            raise StoreDamaged(path, f"{name}: its content differs from what was written")
+    for name, largest in meta["max_id"].items():
+        if largest >= meta["vocab_size"]:
+            raise StoreDamaged(path, f"{name} holds id {largest}, past the vocabulary")
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file, read in 8 MiB pieces (flat memory, whatever its size)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while piece := f.read(1 << 23):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def meta_digest(meta: dict[str, Any]) -> str:
+    body = {k: v for k, v in meta.items() if k != "meta_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def discard_damaged(damaged: StoreDamaged) -> None:
+    """Move a damaged store out of its place, then delete it (a reader that has it open keeps
+    its files until it closes them), so the next prepare writes a fresh one."""
+    aside = damaged.path.with_name(f".damaged-{damaged.path.name}-{os.getpid()}")
+    try:
+        os.rename(damaged.path, aside)
+    except OSError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)

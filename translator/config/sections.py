@@ -3,120 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from translator.config.checks import non_negative, positive, unit_interval
+from translator.config.data import DataConfig
 from translator.errors import ConfigError
-
-
-@dataclass(frozen=True)
-class DataConfig:
-    source: str | dict[str, str | float] | list[str | dict[str, str | float]] = "opus_books"
-    """Where the pairs come from: a hub dataset name (read with `datasets.load_dataset`); a
-    .jsonl / .parquet / .tsv file; a Moses-format pair of files, given as their common prefix
-    (`OpenSubtitles.en-it` for `OpenSubtitles.en-it.en` + `OpenSubtitles.en-it.it`) or as a
-    mapping `{en: FILE, it: FILE}`; any file may be gzipped (`.gz`). A list of these reads them
-    all, in order, each counted in the data summary. An entry may carry a weight, as
-    `{path: FILE, weight: 2}` (or `{en: FILE, it: FILE, weight: 0.25}`): each epoch a whole
-    number repeats the entry's training pairs that many times, a fraction takes that share of
-    them, drawn afresh each epoch from the seed (2.5: twice, and half once more). Weights act
-    when batches are made: changing one prepares nothing again."""
-    hub_config: str | None = None
-    """The hub dataset's configuration; default `<lang_src>-<lang_tgt>`, e.g. `en-it`."""
-    lang_src: str = "en"
-    lang_tgt: str = "it"
-    valid_size: int = 1000
-    """Number of pairs held out for validation (seeded split, recorded in the run directory)."""
-    dedup: bool = True
-    """Drop exact duplicate pairs (before the split, so none straddles train and validation)."""
-    normalize: Literal["none", "nfc"] = "nfc"
-    """Unicode normalisation of both sides before anything else: `nfc` composes `e` + combining
-    accent into `è` (so one word has one spelling); `none` keeps the text as read. Whitespace runs
-    always become one space."""
-    restore_accents: bool = False
-    """On the Italian side (`it`), write accents that the text spells with an apostrophe as real
-    accents: `e'` -> `è`, `perche'` -> `perché`, `citta'` -> `città`; elisions and truncations
-    (`l'`, `dell'`, `un'`, `po'`, `de'`) stay. See translator/data/normalize.py for the rules."""
-    subtitles: bool = False
-    """Take subtitle habits out of the pairs (translator/data/subtitles.py): dialogue dashes,
-    `[sound notes]` and ♪, speaker labels; and drop pairs whose sides disagree in their number of
-    dialogue turns, are over 3x longer one than the other, or are the same text of 4+ words."""
-    max_len: int = 128
-    """Longest sentence kept, in tokens per side (specials excluded); longer pairs are dropped."""
-    swap_names: int = 0
-    """Name swapping (translator/data/augment.py): for each training pair that copies a name from
-    source to target, add this many copies with the name replaced on both sides by another name
-    from the corpus, so the model learns to copy names it rarely sees. 0 turns it off. Only the
-    training split is augmented; the tokenizers are trained before."""
-    join_pairs: float = 0.0
-    """Concatenation (translator/data/augment.py): for this share of the training pairs, drawn
-    at random, add one more pair made of it and the next training pair of the corpus (in a
-    subtitle file, mostly the next line of the same scene), joined by a space on both sides,
-    so the model also sees longer inputs and a sentence in context. Joined pairs over `max_len`
-    are left out. 0 turns it off."""
-    cache_dir: str | None = None
-    """Where the `datasets` library caches downloads; default ~/.cache/translator/datasets."""
-    store_dir: str | None = None
-    """Where prepared stores live (`translator prepare`): token ids on disk, found by a key of
-    their sources and settings, so runs on the same data prepare once. Default
-    ~/.cache/translator/stores; point it at a shared filesystem for several machines."""
-    workers: int | None = None
-    """Processes that read and clean the corpus in `prepare`; null: one per CPU core."""
-
-    def sources(self) -> list[str | dict[str, str]]:
-        """`source` as a list of entries, without their weights."""
-        return [_without_weight(entry) for entry in self._entries()]
-
-    def weights(self) -> list[float]:
-        """Each entry's weight (1 where none is given)."""
-        return [
-            float(entry.get("weight", 1.0)) if isinstance(entry, dict) else 1.0
-            for entry in self._entries()
-        ]
-
-    def _entries(self) -> list[str | dict[str, str | float]]:
-        return list(self.source) if isinstance(self.source, list) else [self.source]
-
-    def validate(self) -> None:
-        _positive(self, "data", "valid_size", "max_len", "workers")
-        entries = self._entries()
-        if len(entries) > MAX_SOURCES:
-            raise ConfigError(
-                f"data.source lists {len(entries)} entries; at most {MAX_SOURCES} (join files)"
-            )
-        for n, entry in enumerate(entries):
-            key = f"data.source[{n}]" if isinstance(self.source, list) else "data.source"
-            if isinstance(entry, dict):
-                self._check_entry(entry, key)
-        _unit_interval(self.join_pairs, "data.join_pairs")
-        if self.swap_names < 0:
-            raise ConfigError(f"data.swap_names must be 0 or more, got {self.swap_names}")
-        if self.lang_src == self.lang_tgt:
-            raise ConfigError("data.lang_src and data.lang_tgt are both " + repr(self.lang_src))
-
-    def _check_entry(self, entry: dict[str, str | float], key: str) -> None:
-        if "weight" in entry:
-            weight = _number(entry["weight"])
-            if weight is None or not math.isfinite(weight) or weight <= 0:
-                raise ConfigError(
-                    f"{key}.weight must be a positive number (2 repeats the pairs twice an "
-                    f"epoch, 0.25 takes a quarter of them), got {entry['weight']!r}"
-                )
-        rest = set(entry) - {"weight"}
-        if rest == {"path"}:
-            if not isinstance(entry["path"], str):
-                raise ConfigError(
-                    f"{key}.path must be a file or dataset name, got {entry['path']!r}"
-                )
-            return
-        if rest != {self.lang_src, self.lang_tgt} or not all(
-            isinstance(entry[k], str) for k in rest
-        ):
-            raise ConfigError(
-                f"{key} {entry}: an entry is {{path: FILE, weight: W}}, or a Moses pair with one "
-                f"file per language, {{{self.lang_src}: FILE, {self.lang_tgt}: FILE}}"
-            )
 
 
 @dataclass(frozen=True)
@@ -151,8 +43,8 @@ class TokenizerConfig:
     epoch, then again from the first); each costs the disk and prepare time of one encoding."""
 
     def validate(self) -> None:
-        _positive(self, "tokenizer", "min_freq", "max_vocab", "vocab_size", "train_sample")
-        _unit_interval(self.dropout, "tokenizer.dropout")
+        positive(self, "tokenizer", "min_freq", "max_vocab", "vocab_size", "train_sample")
+        unit_interval(self.dropout, "tokenizer.dropout")
         if self.dropout and self.kind != "bpe":
             raise ConfigError(
                 f"tokenizer.dropout ({self.dropout}) needs tokenizer.kind bpe, not {self.kind}; "
@@ -200,7 +92,7 @@ class ModelConfig:
     """Share the target embedding matrix with the output projection."""
 
     def validate(self) -> None:
-        _positive(
+        positive(
             self,
             "model",
             "d_model",
@@ -215,8 +107,8 @@ class ModelConfig:
                 f"model.d_model ({self.d_model}) must be divisible by "
                 f"model.n_heads ({self.n_heads})"
             )
-        _unit_interval(self.dropout, "model.dropout")
-        _unit_interval(self.attention_dropout, "model.attention_dropout")
+        unit_interval(self.dropout, "model.dropout")
+        unit_interval(self.attention_dropout, "model.attention_dropout")
 
 
 @dataclass(frozen=True)
@@ -287,7 +179,7 @@ class TrainConfig:
     `translate` and `validate` then use. 0 keeps none."""
 
     def validate(self) -> None:
-        _positive(
+        positive(
             self,
             "train",
             "epochs",
@@ -300,12 +192,12 @@ class TrainConfig:
             "checkpoint_every",
             "clip_norm",
         )
-        _non_negative(
+        non_negative(
             self, "train", "warmup_steps", "weight_decay", "eval_every", "n_samples", "average_last"
         )
-        _unit_interval(self.label_smoothing, "train.label_smoothing")
-        _unit_interval(self.ema_decay, "train.ema_decay")
-        _unit_interval(self.word_dropout, "train.word_dropout")
+        unit_interval(self.label_smoothing, "train.label_smoothing")
+        unit_interval(self.ema_decay, "train.ema_decay")
+        unit_interval(self.word_dropout, "train.word_dropout")
         if not 0 < self.adam_beta2 < 1:
             raise ConfigError(f"train.adam_beta2 must be in (0, 1), got {self.adam_beta2}")
         for name in self.eval_sets or {}:
@@ -353,8 +245,8 @@ class DecodeConfig:
     of every hypothesis is compared with every other); no effect when beam is 1."""
 
     def validate(self) -> None:
-        _positive(self, "decode", "beam", "max_len_a", "batch_size")
-        _non_negative(self, "decode", "alpha", "max_len_b")
+        positive(self, "decode", "beam", "max_len_a", "batch_size")
+        non_negative(self, "decode", "alpha", "max_len_b")
 
 
 @dataclass(frozen=True)
@@ -375,9 +267,9 @@ class ServeConfig:
     """A request not answered within this many seconds gets a 503 JSON."""
 
     def validate(self) -> None:
-        _positive(self, "serve", "max_texts", "max_chars", "max_beam", "max_batch_sentences")
-        _positive(self, "serve", "max_queue", "timeout_s")
-        _non_negative(self, "serve", "batch_window_ms")
+        positive(self, "serve", "max_texts", "max_chars", "max_beam", "max_batch_sentences")
+        positive(self, "serve", "max_queue", "timeout_s")
+        non_negative(self, "serve", "batch_window_ms")
         if self.max_queue < self.max_texts:
             raise ConfigError(
                 f"serve.max_queue {self.max_queue} is below serve.max_texts {self.max_texts}: "
@@ -398,45 +290,3 @@ class Config:
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (YAML- and checkpoint-safe)."""
         return dataclasses.asdict(self)
-
-
-# --------------------------------------------------------------------------- helpers
-
-MAX_SOURCES = 255
-"""Entries of data.source: the prepared store keeps each training pair's entry in a byte."""
-
-
-def _number(value: object) -> float | None:
-    """A weight as a number: YAML reads `1e-2` as text, which is plainly a number too."""
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-
-
-def _without_weight(entry: str | dict[str, str | float]) -> str | dict[str, str]:
-    """An entry of data.source as the reader takes it: `{path: P, weight: W}` is P."""
-    if not isinstance(entry, dict):
-        return entry
-    if set(entry) - {"weight"} == {"path"}:
-        return entry["path"]  # type: ignore[return-value]
-    return {k: v for k, v in entry.items() if k != "weight"}  # type: ignore[misc]
-
-
-def _positive(obj: Any, section: str, *names: str) -> None:
-    for name in names:
-        value = getattr(obj, name)
-        if value is not None and value <= 0:
-            raise ConfigError(f"{section}.{name} must be positive, got {value}")
-
-
-def _non_negative(obj: Any, section: str, *names: str) -> None:
-    for name in names:
-        value = getattr(obj, name)
-        if value is not None and value < 0:
-            raise ConfigError(f"{section}.{name} must be >= 0, got {value}")
-
-
-def _unit_interval(value: float, key: str) -> None:
-    if not 0.0 <= value < 1.0:
-        raise ConfigError(f"{key} must be in [0, 1), got {value}")

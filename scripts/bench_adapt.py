@@ -103,8 +103,9 @@ def main() -> None:
     watch = f"train.eval_sets={{general: {general}}}"
     init = f"train.init_from={parent}"
     plan = {
-        "a": (cpu, total, [f"data.source={args.domain}"]),
-        "b": (cpu, total, [f"data.source={both}"]),
+        # cpu.yaml stops at 10 epochs, which a small corpus reaches in minutes: the time binds
+        "a": (cpu, total, [f"data.source={args.domain}", "train.epochs=1000"]),
+        "b": (cpu, total, [f"data.source={both}", "train.epochs=1000"]),
         "c": (adapt, args.minutes, [init, f"data.source={args.domain}", watch, *args.sets]),
         "d": (adapt, args.minutes, [init, f"data.source={mixed}", watch, *args.sets]),
     }

@@ -233,9 +233,12 @@ def test_validate(trained: Trained):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     table = dict(
-        line.split(None, 1) for line in done.stdout.splitlines()[:7] if line.strip()
+        line.split(None, 1) for line in done.stdout.splitlines()[:8] if line.strip()
     )  # name -> value
-    assert set(table) == {"run", "checkpoint", "decoding", "sentences", "loss", "BLEU", "chrF"}
+    assert set(table) == {
+        "run", "data", "checkpoint", "decoding", "sentences", "loss", "BLEU", "chrF"
+    }  # fmt: skip
+    assert table["data"] == "the run's validation split"
     assert "BLEU signature: nrefs:1|" in done.stdout and "chrF signature: nrefs:1|" in done.stdout
     best = torch.load(trained.run_dir / "best.pt", weights_only=True)
     step = best["progress"]["step"]

@@ -138,6 +138,12 @@ def _pad(seqs: Sequence[list[int]], pad_id: int) -> torch.Tensor:
     return torch.from_numpy(out)
 
 
+def weighted_count(n: int, weight: float) -> int:
+    """Examples an epoch takes of an entry of `n` under `weight`: floor(w) times each, and a
+    share w - floor(w) of them once more."""
+    return int(weight) * n + round((weight - int(weight)) * n)
+
+
 class TokenBatchSampler:
     """Groups examples of similar length into batches of at most `batch_tokens` padded tokens.
 
@@ -181,11 +187,12 @@ class TokenBatchSampler:
         parts = []
         for k, weight in enumerate(self.weights):
             members = base[of == k]
-            whole, share = int(weight), weight - int(weight)
+            whole = int(weight)
             parts += [members] * whole
-            if share > 0:
+            extra = weighted_count(len(members), weight) - whole * len(members)
+            if extra > 0:
                 draw = np.random.default_rng([self.seed, epoch, 3, k])
-                taken = draw.choice(len(members), round(share * len(members)), replace=False)
+                taken = draw.choice(len(members), extra, replace=False)
                 parts.append(members[np.sort(taken)])
         return np.sort(np.concatenate(parts), kind="stable") if parts else base[:0]
 

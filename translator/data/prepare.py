@@ -23,7 +23,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from translator.config import Config
-from translator.data.batching import BilingualDataset
+from translator.data.batching import BilingualDataset, weighted_count
 from translator.data.build import prepare_store
 from translator.data.clean import FilterStats
 from translator.data.integrity import StoreDamaged, discard_damaged
@@ -193,7 +193,7 @@ def _per_entry(data: PreparedData, weights: list[float], n_copies: int) -> str:
     else:
         counts = (np.bincount(entries, minlength=len(weights)) // n_copies).tolist()
     parts = [
-        f"{name} {n:,} x {w:g} = {int(w) * n + round((w - int(w)) * n):,}"
+        f"{name} {n:,} x {w:g} = {weighted_count(n, w):,}"
         for name, n, w in zip(names, counts, weights, strict=False)
     ]
     return "; an epoch: " + " + ".join(parts)

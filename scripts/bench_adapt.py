@@ -124,13 +124,23 @@ def main() -> None:
 
 
 def score_run(name: str, dev: Path, general: Path, log: Path) -> dict[str, float]:
-    """Dev (in-domain) and general-domain BLEU / chrF, beam 4 and shipped, and the step."""
+    """Dev (in-domain) and general-domain BLEU / chrF, beam 4 and shipped, and the step.
+
+    A run scored before on the same files at the same checkpoint is not scored again (a reused
+    parent is scored once, not by every invocation): OUT/scores.json keeps each run's row."""
+    kept = log.parent / "scores.json"
+    scores = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
+    latest = ROOT / "weights" / name / "latest.pt"
+    key = f"{name} {latest.stat().st_mtime_ns} {dev} {general}"
+    if key in scores:
+        return scores[key]
     row: dict[str, float] = {}
     for label, data in (("dev", dev), ("general", general)):
         for decoding, shipped in (("b4", False), ("shipped", True)):
             bleu, chrf, step = score(name, data, shipped, log)
             row |= {f"{label}_{decoding}_bleu": bleu, f"{label}_{decoding}_chrf": chrf}
             row["step"] = step
+    kept.write_text(json.dumps(scores | {key: row}, indent=1), encoding="utf-8")
     return row
 
 

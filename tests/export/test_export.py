@@ -17,7 +17,13 @@ from translator.errors import ConfigError
 from translator.export import engine
 from translator.export.convert import check_exportable, export_model
 from translator.export.engine import load_exported, translate_exported
-from translator.inference.predict import LoadedModel, load_model, translate_sentences
+from translator.inference.predict import (
+    LoadedModel,
+    decode_in_batches,
+    load_model,
+    translate_sentences,
+)
+from translator.inference.text import encode_sources, repeats_ngram
 from translator.metrics import corpus_scores
 from translator.model.transformer import build_model
 
@@ -79,6 +85,33 @@ def test_every_model_option_exports_to_the_same_greedy_output(
     reference = translate_sentences(loaded, sentences, beam=1)
     assert len(set(reference)) > 4  # not one answer for all: the comparison means something
     assert agreement(translate_exported(exported, sentences, beam=1), reference) >= 0.98
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_the_repeat_guard_is_the_same_rule_in_both_engines(tmp_path: Path, beam: int) -> None:
+    """A random model loops; with the guard neither engine repeats two tokens where the source
+    does not, greedy outputs agree, and a source that repeats itself decodes as unguarded.
+    (Beam outputs are not compared: CTranslate2 ranks its beam with another length penalty.)
+    Output ids, not text: a random model writes specials, which print as nothing."""
+    loaded = random_model(tmp_path)
+    export_model(loaded, tmp_path / "ct2", "float32")
+    exported = load_exported(tmp_path / "ct2", threads=1)
+    sentences = SOURCES[:60] + ["red red red red red red ."]
+    sources = encode_sources(loaded.src_tokenizer, sentences, 100)
+    outputs: dict[tuple[int, str], list[list[int]]] = {}
+    for n in (0, 2):
+        decode = dataclasses.replace(loaded.config.decode, max_len_a=3.0, no_repeat_ngram=n)
+        exported.config = dataclasses.replace(exported.config, decode=decode)
+        outputs[n, "torch"] = decode_in_batches(loaded.model, sources, decode, CPU, beam)
+        outputs[n, "ct2"] = engine.decode_exported(exported, sources, beam)
+        if beam == 1:
+            assert agreement(outputs[n, "ct2"], outputs[n, "torch"]) >= 0.95
+    for which in ("torch", "ct2"):
+        guarded, loose = outputs[2, which], outputs[0, which]
+        for out, src in zip(guarded, sources, strict=True):
+            assert repeats_ngram(src, 2) or not repeats_ngram(out, 2), (src, out)
+        assert sum(g != o for g, o in zip(guarded, loose, strict=True)) > 10  # the guard acted
+        assert repeats_ngram(sources[-1], 2) and guarded[-1] == loose[-1]  # not guarded
 
 
 def test_an_unmapped_option_is_refused_in_one_line() -> None:

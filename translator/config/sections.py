@@ -244,9 +244,24 @@ class DecodeConfig:
     chrF against the others (the consensus) instead of the most probable one. Slower (the text
     of every hypothesis is compared with every other); no effect when beam is 1."""
 
+    recase: bool = True
+    """A sentence typed all in capitals is translated as if written in sentence case, and its
+    translation written in capitals: capitals are rare in any corpus, and its subword pieces
+    are other pieces than the lower-case ones (`THE MEETING IS CANCELLED.` loops without)."""
+    no_repeat_ngram: int = 4
+    """A guard against runaway output: no output repeats a sequence of this many tokens, unless
+    its source repeats one (`ha ha ha ha`); a loop such as `ELLELLELL...` ends instead of
+    filling the length budget. 0 turns it off (CTranslate2's `no_repeat_ngram_size`, the same
+    rule in both engines)."""
+
     def validate(self) -> None:
         positive(self, "decode", "beam", "max_len_a", "batch_size")
         non_negative(self, "decode", "alpha", "max_len_b")
+        if self.no_repeat_ngram < 0 or self.no_repeat_ngram == 1:
+            raise ConfigError(
+                f"decode.no_repeat_ngram must be 0 (off) or 2 or more tokens, got "
+                f"{self.no_repeat_ngram}"
+            )
 
 
 @dataclass(frozen=True)

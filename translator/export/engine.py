@@ -23,7 +23,7 @@ from translator.cpu import has_int8_dot_product
 from translator.data.tokenizer import decode_ids, load_tokenizer
 from translator.errors import CheckpointError, ConfigError, TranslatorError
 from translator.inference.mbr import mbr_choice
-from translator.inference.text import translate_texts
+from translator.inference.text import repeats_ngram, translate_texts
 
 log = logging.getLogger("translator")
 
@@ -146,9 +146,12 @@ def output_limit(n_source_words: int, config: Config) -> int:
     return max(1, min(limit, config.model.max_positions - 1))
 
 
-def queue_batch(model: ExportedModel, tokens: list[list[str]], max_length: int, beam: int) -> Any:
+def queue_batch(
+    model: ExportedModel, tokens: list[list[str]], max_length: int, beam: int, guard: bool = True
+) -> Any:
     """Queue one batch of source tokens on CTranslate2's workers; its results, one per sentence,
-    to wait for. `max_length`: the output budget of the batch's longest sentence."""
+    to wait for. `max_length`: the output budget of the batch's longest sentence; `guard`: the
+    repeat guard holds (none of its sources repeats `decode.no_repeat_ngram` tokens itself)."""
     dec = model.config.decode
     return model.translator.translate_batch(
         tokens,
@@ -160,6 +163,7 @@ def queue_batch(model: ExportedModel, tokens: list[list[str]], max_length: int, 
         min_decoding_length=0,  # CTranslate2 defaults to 1; ours may end at once
         disable_unk=dec.ban_unk,
         num_hypotheses=beam if dec.mbr else 1,
+        no_repeat_ngram_size=dec.no_repeat_ngram if guard else 0,
     )
 
 
@@ -185,12 +189,19 @@ def decode_exported(
     size = min(dec.batch_size, CT2_BATCH)  # decode.batch_size is at least 1 (config check)
     if workers > 1 and len(order) <= workers * size:
         size = -(-len(order) // (2 * workers))  # two pieces per worker, rounded up
-    pieces = [order[start : start + size] for start in range(0, len(order), size)]
+    # The repeat guard is one setting per batch: the rare source that repeats itself goes apart.
+    unguarded = {i for i in order if repeats_ngram(sources[i], dec.no_repeat_ngram)}
+    pieces = [
+        (group[start : start + size], guard)
+        for group, guard in (([i for i in order if i not in unguarded], True),
+                             ([i for i in order if i in unguarded], False))
+        for start in range(0, len(group), size)
+    ]  # fmt: skip
     queued = []
-    for rows in pieces:
+    for rows, guard in pieces:
         limits = [output_limit(len(sources[i]) - 2, model.config) for i in rows]
         tokens = [[model.src_tokens[t] for t in sources[i]] for i in rows]
-        queued.append((rows, limits, queue_batch(model, tokens, max(limits), beam)))
+        queued.append((rows, limits, queue_batch(model, tokens, max(limits), beam, guard)))
     outputs: list[list[int]] = [[] for _ in sources]
     unk = model.tgt_ids.get("[UNK]", 0)
     for rows, limits, results in queued:
@@ -215,6 +226,7 @@ def translate_exported(
         model.max_source_tokens,
         lambda sources: decode_exported(model, sources, beam),
         first_line,
+        recase=model.config.decode.recase,
     )
 
 

@@ -11,6 +11,7 @@ import torch
 
 from translator.config import DecodeConfig
 from translator.inference.mbr import mbr_choice
+from translator.inference.text import repeats_ngram
 from translator.model.transformer import Transformer, reorder_cache
 from translator.specials import EOS_ID, PAD_ID, SOS_ID, UNK_ID
 
@@ -24,6 +25,33 @@ def max_output_lengths(
     return limit.clamp(min=1, max=max_positions - 1)
 
 
+def unguarded_rows(src: torch.Tensor, n: int) -> torch.Tensor:
+    """(B,) True for each source of a (B, S) batch that repeats a sequence of `n` tokens itself:
+    its output may repeat one too (`decode.no_repeat_ngram`)."""
+    if n < 2:
+        return torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    unguarded = [repeats_ngram(row, n) for row in _real_tokens(src)]
+    return torch.tensor(unguarded, dtype=torch.bool, device=src.device)
+
+
+def _real_tokens(src: torch.Tensor) -> list[list[int]]:
+    return [[t for t in row if t != PAD_ID] for row in src.tolist()]
+
+
+def ban_repeats_(scores: torch.Tensor, prefix: torch.Tensor, n: int, guarded: torch.Tensor) -> None:
+    """Set to -inf, in place, each row's scores (R, V) for the tokens that would repeat a sequence
+    of `n` tokens its prefix (R, 1 + t; [SOS] first) already holds, in the rows `guarded` (R,)
+    marks. A loop then has to end: `decode.no_repeat_ngram`, CTranslate2's no_repeat_ngram_size."""
+    generated = prefix[:, 1:]
+    if n < 2 or generated.size(1) < n:  # no earlier window with a token after it
+        return
+    windows = generated.unfold(1, n - 1, 1)  # (R, t - n + 2, n - 1)
+    seen = (windows[:, :-1] == windows[:, -1:]).all(dim=-1) & guarded[:, None]  # (R, t - n + 1)
+    follows = generated[:, n - 1 :]  # the token after each earlier window
+    hits = torch.zeros(scores.shape, device=scores.device).scatter_add_(1, follows, seen.float())
+    scores.masked_fill_(hits > 0, -math.inf)
+
+
 @torch.no_grad()
 def greedy_decode(
     model: Transformer,
@@ -33,13 +61,15 @@ def greedy_decode(
     use_cache: bool = True,
     *,
     ban_unk: bool = False,
+    no_repeat_ngram: int = 0,
 ) -> list[list[int]]:
     """Greedy outputs (ids, without [SOS]/[EOS]) for a (B, S) source batch.
 
     Each sentence stops at its own [EOS] or its length budget. Finished rows leave the batch once a
     quarter of it has finished: compacting the cache at every finished row costs more than it saves.
     `use_cache=False` recomputes the whole prefix at every step (the slow reference). With `ban_unk`
-    [UNK] is never chosen.
+    [UNK] is never chosen; with `no_repeat_ngram` no output repeats that many tokens unless its
+    source does (`ban_repeats_`).
     """
     was_training = model.training
     model.eval()
@@ -51,12 +81,14 @@ def greedy_decode(
     rows = torch.arange(B, device=src.device)  # original sentence of each batch row
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (b,) rows already done
     outputs: list[list[int]] = [[] for _ in range(B)]
+    guarded = ~unguarded_rows(src, no_repeat_ngram)  # (b,) rows the repeat guard holds
     for step in range(int(limits.max())):
         step_input = prefix[:, -1:] if use_cache else prefix
         hidden = model.decode(step_input, memory, src_mask, cache)[:, -1]  # (b, D)
         logits = model.project(hidden)  # (b, V)
         if ban_unk:
             logits[:, UNK_ID] = -math.inf
+        ban_repeats_(logits, prefix, no_repeat_ngram, guarded)
         next_ids = logits.argmax(dim=-1)  # (b,)
         ended = next_ids == EOS_ID
         for row, token, skip in zip(
@@ -72,6 +104,7 @@ def greedy_decode(
             keep = (~finished).nonzero().squeeze(1)
             rows, memory, src_mask = rows[keep], memory[keep], src_mask[keep]
             next_ids, prefix, finished = next_ids[keep], prefix[keep], finished[keep]
+            guarded = guarded[keep]
             if cache is not None:
                 cache = reorder_cache(cache, keep)
         prefix = torch.cat([prefix, next_ids[:, None]], dim=1)
@@ -92,17 +125,14 @@ def translate_ids(
     chrF against the others (`translator.mbr`); `detokenize` gives their text.
     """
     beam = cfg.beam if beam is None else beam
+    guards = {"ban_unk": cfg.ban_unk, "no_repeat_ngram": cfg.no_repeat_ngram}
     if beam == 1:
-        return greedy_decode(model, src, cfg.max_len_a, cfg.max_len_b, ban_unk=cfg.ban_unk)
+        return greedy_decode(model, src, cfg.max_len_a, cfg.max_len_b, **guards)
     if not cfg.mbr:
-        return beam_search(
-            model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b, ban_unk=cfg.ban_unk
-        )
+        return beam_search(model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b, **guards)
     if detokenize is None:
         raise ValueError("decode.mbr compares texts: translate_ids needs `detokenize`")
-    nbest = beam_search_nbest(
-        model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b, ban_unk=cfg.ban_unk
-    )
+    nbest = beam_search_nbest(model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b, **guards)
     return [mbr_choice([h.tokens for h in hyps[:beam]], detokenize) for hyps in nbest]
 
 
@@ -136,9 +166,13 @@ def beam_search(
     max_len_b: int = 10,
     *,
     ban_unk: bool = False,
+    no_repeat_ngram: int = 0,
 ) -> list[list[int]]:
     """The best beam-search output (ids, without [SOS]/[EOS]) of each sentence of a (B, S) batch."""
-    nbest = beam_search_nbest(model, src, beam, alpha, max_len_a, max_len_b, ban_unk=ban_unk)
+    nbest = beam_search_nbest(
+        model, src, beam, alpha, max_len_a, max_len_b,
+        ban_unk=ban_unk, no_repeat_ngram=no_repeat_ngram,
+    )  # fmt: skip
     return [hyps[0].tokens for hyps in nbest]
 
 
@@ -152,6 +186,7 @@ def beam_search_nbest(
     max_len_b: int = 10,
     *,
     ban_unk: bool = False,
+    no_repeat_ngram: int = 0,
 ) -> list[list[Hypothesis]]:
     """Every finished hypothesis of each sentence of a (B, S) batch, best first.
 
@@ -160,7 +195,8 @@ def beam_search_nbest(
     finished, the `beam` best others live on. A sentence stops at its length budget (its live
     hypotheses finish there too), or once it has `beam` finished hypotheses that no live one can
     beat: a live log-probability only falls, and its length penalty is at most the budget's.
-    With `ban_unk`, no hypothesis holds [UNK].
+    With `ban_unk`, no hypothesis holds [UNK]; with `no_repeat_ngram`, none repeats that many
+    tokens unless its source does.
     """
     assert beam >= 1
     was_training = model.training
@@ -170,6 +206,7 @@ def beam_search_nbest(
     memory, src_mask = model.encode(src)
     rows = torch.arange(B, device=device).repeat_interleave(K)
     memory, src_mask = memory[rows], src_mask[rows]  # (B*K, S, D), (B*K, 1, 1, S)
+    guarded = ~unguarded_rows(src, no_repeat_ngram)[rows]  # (B*K,)
     cache = model.new_cache()
     prefix = torch.full((B * K, 1), SOS_ID, dtype=torch.long, device=device)  # (n*K, t)
     scores = torch.full((B, K), -math.inf, device=device)  # (n, K) summed log-probs
@@ -183,6 +220,7 @@ def beam_search_nbest(
         log_probs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
         if ban_unk:
             log_probs[:, UNK_ID] = -math.inf
+        ban_repeats_(log_probs, prefix, no_repeat_ngram, guarded)
         V = log_probs.size(-1)
         candidates = (scores.view(n * K, 1) + log_probs).view(n, K * V)
         top_scores, top = candidates.topk(2 * K, dim=1)  # (n, 2K), best first
@@ -217,6 +255,7 @@ def beam_search_nbest(
         alive = [alive[i] for i in keep.tolist()]
         scores, prefix = scores[keep], prefix[keep_rows]
         memory, src_mask = memory[keep_rows], src_mask[keep_rows]
+        guarded = guarded[keep_rows]
         cache = reorder_cache(cache, parents[keep_rows])
     model.train(was_training)
     return [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]

@@ -192,6 +192,7 @@ def translate_sentences(
             detokenize=partial(decode_ids, loaded.tgt_tokenizer),
         ),
         first_line,
+        recase=loaded.config.decode.recase,
     )
 
 

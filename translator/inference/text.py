@@ -48,15 +48,49 @@ def translate_texts(
     max_tokens: int,
     decode: Callable[[list[list[int]]], list[list[int]]],
     first_line: int = 1,
+    recase: bool = False,
 ) -> list[str]:
     """Text in, text out around an engine's `decode` (encoder inputs -> output ids), in input
-    order; an empty or blank sentence gives an empty string without reaching the engine."""
+    order; an empty or blank sentence gives an empty string without reaching the engine.
+
+    With `recase` (`decode.recase`), a sentence written all in capitals is translated as it
+    would be written in sentence case, and its translation is written in capitals."""
     translations = [""] * len(sentences)
     todo = [i for i, s in enumerate(sentences) if s.strip()]
     if not todo:
         return translations
-    encoded = encode_sources(src_tokenizer, sentences, max_tokens, first_line)
+    shouted = {i for i in todo if recase and all_capitals(sentences[i])}
+    texts = [sentence_case(s) if i in shouted else s for i, s in enumerate(sentences)]
+    encoded = encode_sources(src_tokenizer, texts, max_tokens, first_line)
     outputs = decode([encoded[i] for i in todo])
     for i, out in zip(todo, outputs, strict=True):
-        translations[i] = decode_ids(tgt_tokenizer, out)
+        text = decode_ids(tgt_tokenizer, out)
+        translations[i] = text.upper() if i in shouted else text
     return translations
+
+
+def all_capitals(text: str) -> bool:
+    """Whether `text` has two letters or more and all in capitals (`THE MEETING IS CANCELLED.`)."""
+    cased = [c for c in text if c.isupper() or c.islower()]
+    return len(cased) >= 2 and all(c.isupper() for c in cased)
+
+
+def sentence_case(text: str) -> str:
+    """`text` in lower case but for its first letter (`THE MEETING.` -> `The meeting.`)."""
+    lower = text.lower()
+    first = next((n for n, c in enumerate(lower) if c.isalpha()), None)
+    return lower if first is None else lower[:first] + lower[first].upper() + lower[first + 1 :]
+
+
+def repeats_ngram(ids: list[int], n: int) -> bool:
+    """Whether a sequence of `n` ids occurs twice in `ids` (overlaps count): a source that repeats
+    itself so is let repeat in its output too (`decode.no_repeat_ngram`)."""
+    if n < 2 or len(ids) <= n:
+        return False
+    seen = set()
+    for start in range(len(ids) - n + 1):
+        gram = tuple(ids[start : start + n])
+        if gram in seen:
+            return True
+        seen.add(gram)
+    return False

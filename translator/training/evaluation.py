@@ -54,8 +54,9 @@ def samples(trainer: Trainer) -> list[tuple[str, str, str]]:
     dec = trainer.config.decode
     with trainer.autocast():
         outputs = greedy_decode(
-            trainer.model, batch.src, dec.max_len_a, dec.max_len_b, ban_unk=dec.ban_unk
-        )
+            trainer.model, batch.src, dec.max_len_a, dec.max_len_b,
+            ban_unk=dec.ban_unk, no_repeat_ngram=dec.no_repeat_ngram,
+        )  # fmt: skip
     if not isinstance(logger, NullLogger):
         from translator.inference.attention import translation_figure
 

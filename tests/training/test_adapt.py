@@ -192,3 +192,15 @@ def test_cli_adapts_validates_a_test_file_and_matches_sacrebleu(tmp_path: Path) 
     assert f"chrF        {chrf:.2f}" in done.stdout
     assert "BLEU signature: nrefs:1" in done.stdout and "data        test.jsonl" in done.stdout
     assert math.isfinite(float(done.stdout.split("loss")[1].split()[0]))
+
+
+def test_the_child_keeps_the_parents_typed_forms_unless_it_sets_its_own(tmp_path: Path) -> None:
+    from translator.training.adapt import adapted_config
+
+    corpus = write_jsonl(tmp_path / "general.jsonl", make_pairs(300))
+    train("noisy", corpus, "train.max_steps=2", "data.noise={typos: 0.2}", "data.typo_words=0.5")
+    given = ["train.init_from=noisy", f"data.source={corpus}"]
+    inherited, _ = adapted_config(TINY, given, Path("weights"))
+    assert inherited.data.noise == {"typos": 0.2} and inherited.data.typo_words == 0.5
+    own, _ = adapted_config(TINY, [*given, "data.noise={}"], Path("weights"))
+    assert own.data.noise == {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from translator.config.checks import positive, unit_interval
@@ -55,6 +55,14 @@ class DataConfig:
     subtitle file, mostly the next line of the same scene), joined by a space on both sides,
     so the model also sees longer inputs and a sentence in context. Joined pairs over `max_len`
     are left out. 0 turns it off."""
+    noise: dict[str, float] = field(default_factory=dict)
+    """Text as people type it (translator/data/typed.py): the share of the training pairs shown
+    in each form, e.g. `{upper: 0.04, lower: 0.08, title: 0.04, typos: 0.08}`: `upper` all
+    capitals and `lower` lower case without final punctuation and `title` Each Word Capitalised
+    (both sides), `typos` typos in the source only. Drawn with the seed when the data is
+    prepared; the validation pairs stay as written. Empty: off."""
+    typo_words: float = 0.25
+    """In a pair of the `typos` form, the share of the source's words given a typo."""
     cache_dir: str | None = None
     """Where the `datasets` library caches downloads; default ~/.cache/translator/datasets."""
     store_dir: str | None = None
@@ -90,6 +98,18 @@ class DataConfig:
             if isinstance(entry, dict):
                 self._check_entry(entry, key)
         unit_interval(self.join_pairs, "data.join_pairs")
+        unit_interval(self.typo_words, "data.typo_words")
+        for name, share in self.noise.items():
+            if name not in NOISE_FORMS:
+                raise ConfigError(
+                    f"data.noise.{name}: no such form; the forms are {', '.join(NOISE_FORMS)}"
+                )
+            unit_interval(share, f"data.noise.{name}")
+        if sum(self.noise.values()) > 1:
+            raise ConfigError(
+                f"data.noise: the shares add up to {sum(self.noise.values()):g}, more than all "
+                "the pairs; make them add up to 1 or less"
+            )
         if self.swap_names < 0:
             raise ConfigError(f"data.swap_names must be 0 or more, got {self.swap_names}")
         if self.lang_src == self.lang_tgt:
@@ -118,6 +138,9 @@ class DataConfig:
                 f"file per language, {{{self.lang_src}: FILE, {self.lang_tgt}: FILE}}"
             )
 
+
+NOISE_FORMS = ("upper", "lower", "title", "typos")
+"""The forms of `data.noise`, in the order their shares are laid out (translator/data/typed.py)."""
 
 MAX_SOURCES = 255
 """Entries of data.source: the prepared store keeps each training pair's entry in a byte."""

@@ -12,13 +12,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from itertools import islice
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,12 +26,12 @@ from tqdm import tqdm
 from translator.config import Config, TokenizerConfig
 from translator.data.augment import iter_joined, iter_swapped
 from translator.data.clean import (
-    Cleaner,
     FilterStats,
     first_occurrences,
     make_cleaner,
     split_mask,
 )
+from translator.data.corpus import CHUNK, CleanCorpus, bar, chunks
 from translator.data.encode import TrainWriter, encode_ahead, for_clean_text
 from translator.data.integrity import StoreDamaged, discard_damaged
 from translator.data.read import Pair, Source, iter_source, resolve_sources
@@ -48,13 +46,10 @@ from translator.data.store import (
     store_root,
 )
 from translator.data.tokenizer import train_tokenizer
-from translator.data.workers import clean_in_workers
+from translator.data.typed import choose_forms, form_counts
 from translator.errors import DataError, TranslatorError
 
 log = logging.getLogger("translator")
-
-CHUNK = 20_000
-"""Pairs per unit of work: cleaning in a worker process, encoding in one batch call."""
 
 
 class PrepareInterrupted(TranslatorError):
@@ -135,6 +130,10 @@ def _build(
             f"data.source {cfg.source}: no training pairs left after filtering "
             f"({stats.summary()}); check data.lang_src/lang_tgt"
         )
+    if cfg.noise:
+        corpus.forms = choose_forms(~valid, cfg.noise, config.train.seed)
+        corpus.noise_seed, corpus.typo_words = config.train.seed, cfg.typo_words
+        stats.forms = form_counts(corpus.forms)
     phases.done("deduplicate + split")
     tokenizers = given.tokenizers or train_tokenizers(corpus, ~valid, config)
     writer.set_vocab_size(max(t.get_vocab_size() for t in tokenizers))
@@ -187,75 +186,6 @@ def _valid_mask(n_pairs: int, config: Config, given: Given) -> np.ndarray:
 # --------------------------------------------------------------------------- read + clean
 
 
-class CleanCorpus:
-    """The cleaned pairs on disk (source<TAB>target a line; cleaning leaves no tab or newline in
-    a sentence), read back as often as needed, only the pairs `keep` marks."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.keep: np.ndarray | None = None
-        self.lines_per_source: list[int] = []
-        """Lines written for each entry of data.source, in order."""
-
-    def source_of_kept(self) -> np.ndarray:
-        """The entry of data.source (its index) of each kept pair, in corpus order."""
-        counts = self.lines_per_source
-        of_line = np.repeat(np.arange(len(counts), dtype=SOURCE_DTYPE), counts)
-        return of_line if self.keep is None else of_line[self.keep]
-
-    def write(
-        self, sources: list[Source], config: Config, cleaner: Cleaner, stats: FilterStats
-    ) -> np.ndarray:
-        """Read and clean every source into the file; the hash of each pair written."""
-        hashes: list[np.ndarray] = []
-        workers = config.data.workers or os.cpu_count() or 1
-        bar = _bar("read + clean", "pairs")
-        with self.path.open("w", encoding="utf-8", newline="\n") as out:
-            for source in sources:
-                read_before = stats.read
-                self.lines_per_source.append(0)
-                chunks = _chunks(iter_source(source, config.data), CHUNK)
-                for chunk in clean_in_workers(chunks, cleaner, workers):
-                    out.writelines(f"{s}\t{t}\n" for s, t in chunk.pairs)
-                    self.lines_per_source[-1] += len(chunk.pairs)
-                    hashes.append(chunk.hashes)
-                    bar.update(stats.count(chunk))
-                if stats.read == read_before:
-                    what = "the file holds" if source.paths else "the dataset has"
-                    raise DataError(f"{source.name}: {what} no sentence pairs")
-                stats.per_source.append((source.name, stats.read - read_before))
-        bar.close()
-        return np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.uint64)
-
-    def __iter__(self) -> Iterator[Pair]:
-        """The kept pairs, in corpus order."""
-        keep = self.keep
-        with self.path.open("rb") as f:
-            for n, line in enumerate(f):
-                if keep is None or keep[n]:
-                    src, _, tgt = line.decode("utf-8").rstrip("\n").partition("\t")
-                    yield src, tgt
-
-    def subset(self, mask: np.ndarray) -> Iterable[Pair]:
-        """A re-readable stream of the kept pairs that `mask` (over the kept pairs) selects."""
-        corpus = self
-
-        class Subset:
-            def __iter__(self) -> Iterator[Pair]:
-                return (p for p, chosen in zip(corpus, mask.tolist(), strict=False) if chosen)
-
-        return Subset()
-
-
-def _chunks(pairs: Iterator[Pair], size: int) -> Iterator[list[Pair]]:
-    while chunk := list(islice(pairs, size)):
-        yield chunk
-
-
-def _bar(phase: str, unit: str, total: int | None = None) -> tqdm:
-    return tqdm(desc=phase, unit=f" {unit}", unit_scale=True, total=total, disable=None)
-
-
 # --------------------------------------------------------------------------- tokenizers
 
 
@@ -266,7 +196,7 @@ def train_tokenizers(
     most `tokenizer.train_sample`); with `shared`, one tokenizer for both sides."""
     cfg = config.tokenizer
     chosen = _sample(train, cfg.train_sample, config.train.seed)
-    pairs = corpus.subset(chosen)
+    pairs = corpus.subset(chosen, presented=True)  # the text the model will see
     n = int(chosen.sum())
     if cfg.shared:
         both = _train_one((text for pair in pairs for text in pair), cfg, "tokenizer", 2 * n)
@@ -289,7 +219,7 @@ def _sample(train: np.ndarray, size: int | None, seed: int) -> np.ndarray:
 
 
 def _train_one(texts: Iterator[str], cfg: TokenizerConfig, phase: str, total: int) -> Tokenizer:
-    feed = _Feed(texts, _bar(phase, "sentences", total))
+    feed = _Feed(texts, bar(phase, "sentences", total))
     tokenizer = train_tokenizer(feed, cfg.min_freq, cfg.size, cfg.kind)
     feed.bar.close()
     if feed.interrupted:  # the library ends training quietly when its input raises
@@ -334,11 +264,13 @@ def _encode(
     # With several entries in data.source, each training pair records its entry (for weights).
     of_kept = corpus.source_of_kept() if len(corpus.lines_per_source) > 1 else None
     append_train = TrainWriter(writer, tokenizers, config.tokenizer, max_len)
-    bar = _bar("encode", "pairs", len(valid))
+    progress = bar("encode", "pairs", len(valid))
     valid_pairs: list[Pair] = []
     is_valid = iter(valid.tolist())
     start = 0
-    for chunk, src, tgt, keep in encode_ahead(_chunks(iter(corpus), CHUNK), *tokenizers, max_len):
+    for chunk, src, tgt, keep in encode_ahead(
+        chunks(corpus.presented(), CHUNK), *tokenizers, max_len
+    ):
         flags = list(islice(is_valid, len(chunk)))
         train_keep = [i for i in keep if not flags[i]]
         valid_keep = [i for i in keep if flags[i]]
@@ -347,9 +279,9 @@ def _encode(
         writer.append("valid", [src[i] for i in valid_keep], [tgt[i] for i in valid_keep])
         stats.too_long += len(chunk) - len(keep)
         valid_pairs += [chunk[i] for i in valid_keep]
-        bar.update(len(chunk))
+        progress.update(len(chunk))
         start += len(chunk)
-    bar.close()
+    progress.close()
     phases.done("encode")
     # Extra pairs are made within each entry of data.source (one pass with a single entry).
     entries = [None] if of_kept is None else range(len(corpus.lines_per_source))
@@ -364,9 +296,7 @@ def _encode(
         for k in entries:
             mask, seed = _of_entry(~valid, of_kept, k, config.train.seed)
             swapped = iter_swapped(corpus.subset(mask), copies, seed, names_from)
-            for chunk, src, tgt, keep in encode_ahead(
-                _chunks(swapped, CHUNK), *tokenizers, max_len
-            ):
+            for chunk, src, tgt, keep in encode_ahead(chunks(swapped, CHUNK), *tokenizers, max_len):
                 append_train(chunk, src, tgt, keep, _same_entry(k, len(keep)))
                 stats.name_swapped += len(keep)
         phases.done("name swapping + encode")
@@ -374,7 +304,7 @@ def _encode(
         for k in entries:
             mask, seed = _of_entry(~valid, of_kept, k, config.train.seed)
             joined = iter_joined(corpus.subset(mask), config.data.join_pairs, seed)
-            for chunk, src, tgt, keep in encode_ahead(_chunks(joined, CHUNK), *tokenizers, max_len):
+            for chunk, src, tgt, keep in encode_ahead(chunks(joined, CHUNK), *tokenizers, max_len):
                 append_train(chunk, src, tgt, keep, _same_entry(k, len(keep)))
                 stats.joined += len(keep)
         phases.done("joined pairs + encode")

@@ -33,6 +33,8 @@ class FilterStats:
     subtitle_dropped: int = 0
     name_swapped: int = 0
     joined: int = 0
+    forms: dict[str, int] = field(default_factory=dict)
+    """Training pairs shown in each form of `data.noise`."""
     per_source: list[tuple[str, int]] = field(default_factory=list)
     """Pairs read from each entry of data.source, when there are several."""
 
@@ -54,6 +56,10 @@ class FilterStats:
         if self.subtitle_changed or self.subtitle_dropped:
             subtitles = (f"; subtitle marks taken out of {self.subtitle_changed:,} pairs, "
                          f"{self.subtitle_dropped:,} misaligned pairs dropped")  # fmt: skip
+        if any(self.forms.values()):
+            added += "; shown as typed: " + ", ".join(
+                f"{n:,} {FORM_NAMES[name]}" for name, n in self.forms.items()
+            )
         each = ""
         if len(self.per_source) > 1:
             each = " (" + ", ".join(f"{name} {n:,}" for name, n in self.per_source) + ")"
@@ -62,6 +68,14 @@ class FilterStats:
             f"{self.duplicate:,} duplicates, {self.too_long:,} too long; "
             f"{self.normalized:,} changed by normalisation{subtitles}{added}"
         )
+
+
+FORM_NAMES = {
+    "upper": "in capitals",
+    "lower": "lower case without final punctuation",
+    "title": "in title case",
+    "typos": "with typos",
+}
 
 
 @dataclass

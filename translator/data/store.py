@@ -128,6 +128,8 @@ def config_ident(config: Config) -> dict[str, Any]:
     data = {k: v for k, v in dataclasses.asdict(config.data).items() if k not in skip}
     if not data["join_pairs"]:  # the keys of stores made before joined pairs existed
         del data["join_pairs"]
+    if not data["noise"]:  # ... and before data.noise
+        del data["noise"], data["typo_words"]
     tokenizer = dataclasses.asdict(config.tokenizer)
     if not tokenizer["dropout"]:  # the keys of stores made before BPE-dropout existed
         del tokenizer["dropout"], tokenizer["dropout_copies"]

@@ -29,9 +29,12 @@ FREE_KEYS = {
 """Keys of the inherited sections that a child may still set: none changes a weight's shape or
 a token's id."""
 
-DATA_DEFAULTS = ("lang_src", "lang_tgt", "normalize", "restore_accents", "max_len")
+DATA_DEFAULTS = (
+    "lang_src", "lang_tgt", "normalize", "restore_accents", "max_len", "noise", "typo_words",
+)  # fmt: skip
 """Keys of data: that a child takes from its parent unless it sets them: the languages and the
-form of text the parent's tokenizers and positions were made for."""
+form of text the parent's tokenizers and positions were made for (its typed forms included: an
+adapted model stays robust to the way people write)."""
 
 
 def adapted_config(

@@ -1,0 +1,105 @@
+"""Text as people type it (`data.noise`): a share of the training pairs presented in another form.
+
+A corpus of subtitles or books is sentence-cased and punctuated throughout, so a model trained on
+it has never seen `THE MEETING IS CANCELLED` or `where is the nearest pharmacy` and translates
+them badly (or loops). Each training pair is given one form, drawn with the seed when the data is
+prepared (OpusTrainer's modifiers, as Firefox Translations trains with, do the same on the fly):
+
+  upper   all capitals, both sides
+  lower   lower case without the final punctuation, both sides
+  title   Each Word Capitalised, both sides
+  typos   a typo in a share of the source's words (`data.typo_words`): two letters swapped, one
+          dropped or one doubled; the target stays as written
+
+The validation pairs stay as written. The tokenizers are trained on the pairs as presented, so
+they learn pieces for the forms the model will see.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from translator.config.data import NOISE_FORMS
+from translator.data.read import Pair
+
+FORMS = NOISE_FORMS
+"""A pair's form is 1 + its index here (0: as written)."""
+_CHUNK = 1 << 20
+_FINAL = re.compile(r"[\s.!?…;:]+$")
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def choose_forms(train: np.ndarray, shares: dict[str, float], seed: int) -> np.ndarray:
+    """One form per pair (uint8; 0 = as written), for the training pairs `train` marks: each
+    form takes its share of them, drawn with `seed`."""
+    forms = np.zeros(len(train), dtype=np.uint8)
+    rng = np.random.default_rng([seed, 4])
+    for start in range(0, len(train), _CHUNK):  # a chunk of draws at a time: memory stays flat
+        draw = rng.random(min(_CHUNK, len(train) - start))
+        part = forms[start : start + len(draw)]
+        edge = 0.0
+        for code, name in enumerate(FORMS, start=1):
+            share = shares.get(name, 0.0)
+            part[(draw >= edge) & (draw < edge + share)] = code
+            edge += share
+        part[~train[start : start + len(draw)]] = 0
+    return forms
+
+
+def form_counts(forms: np.ndarray) -> dict[str, int]:
+    """How many pairs took each form."""
+    counts = np.bincount(forms, minlength=len(FORMS) + 1)
+    return {name: int(counts[code]) for code, name in enumerate(FORMS, start=1)}
+
+
+def present(
+    pairs: Iterable[Pair], forms: np.ndarray, seed: int, typo_words: float
+) -> Iterator[Pair]:
+    """`pairs` (all the kept pairs, in order) each in its form. The same pairs, forms and seed
+    give the same text every time: the tokenizers and the encoder read one stream twice."""
+    rng = random.Random(seed)
+    codes = (int(c) for at in range(0, len(forms), _CHUNK) for c in forms[at : at + _CHUNK])
+    for (src, tgt), code in zip(pairs, codes, strict=False):
+        if code == 0:
+            yield src, tgt
+        elif code == 1:
+            yield src.upper(), tgt.upper()
+        elif code == 2:
+            yield unpunctuated(src.lower()), unpunctuated(tgt.lower())
+        elif code == 3:
+            yield title_case(src), title_case(tgt)
+        else:
+            yield with_typos(src, rng, typo_words), tgt
+
+
+def unpunctuated(text: str) -> str:
+    """`text` without the punctuation that ends it (`Where is it?` -> `Where is it`)."""
+    return _FINAL.sub("", text) or text
+
+
+def title_case(text: str) -> str:
+    """Each space-separated word with its first letter capitalised, the rest as written
+    (`str.title` would write `Dov'È`)."""
+    return " ".join(word[:1].upper() + word[1:] for word in text.split(" "))
+
+
+def with_typos(text: str, rng: random.Random, share: float) -> str:
+    """`text` with a typo in each word of two or more letters with probability `share`: two
+    neighbouring letters swapped, a letter dropped, or a letter doubled."""
+
+    def typo(match: re.Match[str]) -> str:
+        word = match.group()
+        if rng.random() >= share:
+            return word
+        kind, at = rng.randrange(3), rng.randrange(len(word) - 1)
+        if kind == 0:
+            return word[:at] + word[at + 1] + word[at] + word[at + 2 :]
+        if kind == 1 and len(word) > 2:
+            return word[:at] + word[at + 1 :]
+        return word[: at + 1] + word[at] + word[at + 1 :]
+
+    return _WORD.sub(typo, text)

@@ -107,8 +107,9 @@ def main() -> None:
             which = ["--run", name] if engine == "pytorch" else ["--model", str(model)]
             for decoding, extra in (("beam 4", ["--beam", "4", "--set", "decode.mbr=false"]),
                                     ("shipped", [])):  # fmt: skip
-                for form, (path, sources, refs) in typed.items():
-                    hyp = args.out / "hyp.txt"
+                for n, (form, (path, sources, refs)) in enumerate(typed.items()):
+                    tag = f"{name}-{args.label}-{engine}-{decoding}-{n}".replace(" ", "_")
+                    hyp = args.out / f"hyp-{tag}.txt"  # kept, to read the runaways
                     start = time.perf_counter()
                     run(["translator", "validate", *which, "--data", str(path),
                          "--output", str(hyp), *extra, *sets])  # fmt: skip

@@ -56,8 +56,8 @@ def test_the_forms() -> None:
     forms = np.array([1, 2, 3, 0], dtype=np.uint8)
     shown = list(present(SENTENCES, forms, seed=0, typo_words=0.25))
     assert shown[0] == ("WHERE IS THE STATION?", "DOV'È LA STAZIONE?")
-    assert shown[1] == ("tom didn't vote for me", "tom non ha votato per me")
-    assert shown[2] == ("I Like Listening To Music!", "Mi Piace Ascoltare La Musica!")
+    assert shown[1] == ("tom didn't vote for me", "Tom non ha votato per me.")
+    assert shown[2] == ("I Like Listening To Music!", "Mi piace ascoltare la musica!")
     assert shown[3] == SENTENCES[3]
 
 
@@ -120,6 +120,12 @@ def test_the_store_holds_the_pairs_as_presented_and_validation_as_written(tmp_pa
     shown = [decode_ids(src_tok, list(train[i]["encoder_input"])[1:-1]) for i in range(len(train))]
     upper = [s for s in shown if s == s.upper()]
     lower = [s for s in shown if s == s.lower() and not s.endswith(("?", ".", "!"))]
+    targets = [decode_ids(tgt_tok, list(train[i]["label"])[:-1]) for i in range(len(train))]
+    assert all(
+        t[-1] in "?.!0123456789" and t != t.lower()
+        for t, s in zip(targets, shown, strict=True)
+        if s in lower
+    )
     assert 0.2 * len(shown) < len(upper) < 0.4 * len(shown)
     assert 0.2 * len(shown) < len(lower) < 0.4 * len(shown)
     stats = store.stats()

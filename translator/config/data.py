@@ -57,10 +57,11 @@ class DataConfig:
     are left out. 0 turns it off."""
     noise: dict[str, float] = field(default_factory=dict)
     """Text as people type it (translator/data/typed.py): the share of the training pairs shown
-    in each form, e.g. `{upper: 0.04, lower: 0.08, title: 0.04, typos: 0.08}`: `upper` all
-    capitals and `lower` lower case without final punctuation and `title` Each Word Capitalised
-    (both sides), `typos` typos in the source only. Drawn with the seed when the data is
-    prepared; the validation pairs stay as written. Empty: off."""
+    in each form, e.g. `{upper: 0.02, lower: 0.1, title: 0.03, typos: 0.1}`: `upper` all
+    capitals (both sides); `lower` lower case without final punctuation, `title` Each Word
+    Capitalised and `typos` a few letters swapped, dropped or doubled, in the source only (the
+    target stays as written). Drawn with the seed when the data is prepared; the validation
+    pairs stay as written. Empty: off."""
     typo_words: float = 0.25
     """In a pair of the `typos` form, the share of the source's words given a typo."""
     cache_dir: str | None = None

@@ -5,11 +5,16 @@ it has never seen `THE MEETING IS CANCELLED` or `where is the nearest pharmacy` 
 them badly (or loops). Each training pair is given one form, drawn with the seed when the data is
 prepared (OpusTrainer's modifiers, as Firefox Translations trains with, do the same on the fly):
 
-  upper   all capitals, both sides
-  lower   lower case without the final punctuation, both sides
-  title   Each Word Capitalised, both sides
+  upper   all capitals, both sides (an acronym or a shouted word comes back in capitals)
+  lower   lower case without the final punctuation: the source only
+  title   Each Word Capitalised: the source only
   typos   a typo in a share of the source's words (`data.typo_words`): two letters swapped, one
-          dropped or one doubled; the target stays as written
+          dropped or one doubled: the source only
+
+Where only the source changes, the target stays as written, so the model learns to give a
+well-written translation of a carelessly typed sentence. (With `lower` on both sides, as first
+built, the model learned to drop the final punctuation too: 63% of the clean BLEU on the dev set
+typed so, against 77% with no typed forms at all; docs/experiments.md.)
 
 The validation pairs stay as written. The tokenizers are trained on the pairs as presented, so
 they learn pieces for the forms the model will see.
@@ -69,9 +74,9 @@ def present(
         elif code == 1:
             yield src.upper(), tgt.upper()
         elif code == 2:
-            yield unpunctuated(src.lower()), unpunctuated(tgt.lower())
+            yield unpunctuated(src.lower()), tgt
         elif code == 3:
-            yield title_case(src), title_case(tgt)
+            yield title_case(src), tgt
         else:
             yield with_typos(src, rng, typo_words), tgt
 

@@ -23,7 +23,7 @@ from translator.inference.predict import (
     load_model,
     translate_sentences,
 )
-from translator.inference.text import encode_sources, repeats_ngram
+from translator.inference.text import encode_sources, guard_size, repeats_ngram
 from translator.metrics import corpus_scores
 from translator.model.transformer import build_model
 
@@ -89,8 +89,8 @@ def test_every_model_option_exports_to_the_same_greedy_output(
 
 @pytest.mark.parametrize("beam", [1, 4])
 def test_the_repeat_guard_is_the_same_rule_in_both_engines(tmp_path: Path, beam: int) -> None:
-    """A random model loops; with the guard neither engine repeats two tokens where the source
-    does not, greedy outputs agree, and a source that repeats itself decodes as unguarded.
+    """A random model loops; with the guard neither engine repeats two tokens (more where the
+    source repeats more itself), and greedy outputs agree.
     (Beam outputs are not compared: CTranslate2 ranks its beam with another length penalty.)
     Output ids, not text: a random model writes specials, which print as nothing."""
     loaded = random_model(tmp_path)
@@ -109,9 +109,9 @@ def test_the_repeat_guard_is_the_same_rule_in_both_engines(tmp_path: Path, beam:
     for which in ("torch", "ct2"):
         guarded, loose = outputs[2, which], outputs[0, which]
         for out, src in zip(guarded, sources, strict=True):
-            assert repeats_ngram(src, 2) or not repeats_ngram(out, 2), (src, out)
+            assert not repeats_ngram(out, guard_size(src, 2)), (src, out)
         assert sum(g != o for g, o in zip(guarded, loose, strict=True)) > 10  # the guard acted
-        assert repeats_ngram(sources[-1], 2) and guarded[-1] == loose[-1]  # not guarded
+    assert guard_size(sources[-1], 2) > 2  # the source that repeats itself has a looser guard
 
 
 def test_an_unmapped_option_is_refused_in_one_line() -> None:

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from tests.inference.test_decode import MAX_LEN_A, MAX_LEN_B, make_model, make_src
 from translator.config import DecodeConfig
-from translator.inference.decode import ban_repeats_, translate_ids, unguarded_rows
-from translator.inference.text import repeats_ngram
-from translator.specials import EOS_ID, SOS_ID
+from translator.inference.decode import ban_repeats_, guard_sizes, translate_ids
+from translator.inference.text import guard_size, repeats_ngram
+from translator.specials import EOS_ID, PAD_ID, SOS_ID
 
 V = 7
 
@@ -61,21 +61,26 @@ def test_guarded_outputs_never_repeat_an_ngram_and_unguarded_ones_do(beam: int, 
     assert any(repeats_ngram(o, n) for o in translate_ids(model, src, loose, beam))
     guarded = DecodeConfig(max_len_a=3.0, max_len_b=8, no_repeat_ngram=n)
     outputs = translate_ids(model, src, guarded, beam)
-    assert not any(repeats_ngram(o, n) for o in outputs)
+    rows = [[t for t in row if t != PAD_ID] for row in src.tolist()]
+    assert not any(repeats_ngram(o, guard_size(r, n)) for o, r in zip(outputs, rows, strict=True))
 
 
-def test_a_source_that_repeats_itself_is_not_guarded():
+def test_a_source_that_repeats_itself_raises_its_own_guard():
     src = make_src([6, 6], seed=1)
     src[1, 1:7] = torch.tensor([5, 6, 7, 5, 6, 7])  # a 3-token sequence twice
-    assert unguarded_rows(src, 3).tolist() == [repeats_ngram(src[0].tolist(), 3), True]
-    assert unguarded_rows(src, 0).tolist() == [False, False]
+    assert guard_size(src[1].tolist(), 3) == 4  # the source repeats 3 tokens: 4 are guarded
+    assert guard_size(src[1].tolist(), 5) == 5
+    assert guard_size(src[1].tolist(), 0) == 0
+    assert guard_sizes(src, 3).tolist() == [guard_size(src[0].tolist(), 3), 4]
     model = make_model(eos_bias=-2.0, tgt_vocab=12)
     cfg = DecodeConfig(max_len_a=3.0, max_len_b=8, no_repeat_ngram=3)
-    alone = translate_ids(model, src[1:], cfg, 1)
-    free = translate_ids(
-        model, src[1:], DecodeConfig(max_len_a=3.0, max_len_b=8, no_repeat_ngram=0), 1
-    )
-    assert alone == free  # the repeating source decodes as without the guard
+    for beam in (1, 4):
+        (out,) = translate_ids(model, src[1:], cfg, beam)
+        assert not repeats_ngram(out, 4)
+        loose = translate_ids(
+            model, src[1:], DecodeConfig(max_len_a=3.0, max_len_b=8, no_repeat_ngram=0), beam
+        )
+        assert repeats_ngram(loose[0], 4)  # the guard had a loop to cut
 
 
 def test_the_guard_changes_nothing_where_nothing_repeats():

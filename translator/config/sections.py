@@ -249,10 +249,10 @@ class DecodeConfig:
     translation written in capitals: capitals are rare in any corpus, and its subword pieces
     are other pieces than the lower-case ones (`THE MEETING IS CANCELLED.` loops without)."""
     no_repeat_ngram: int = 4
-    """A guard against runaway output: no output repeats a sequence of this many tokens, unless
-    its source repeats one (`ha ha ha ha`); a loop such as `ELLELLELL...` ends instead of
-    filling the length budget. 0 turns it off (CTranslate2's `no_repeat_ngram_size`, the same
-    rule in both engines)."""
+    """A guard against runaway output: no output repeats a sequence of this many tokens (a
+    source that repeats a longer one itself, as `ha ha ha ha`, lets its output repeat one token
+    longer than that); a loop such as `ELLELLELL...` ends instead of filling the length budget.
+    0 turns it off (CTranslate2's `no_repeat_ngram_size`: the same rule in both engines)."""
 
     def validate(self) -> None:
         positive(self, "decode", "beam", "max_len_a", "batch_size")

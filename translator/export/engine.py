@@ -23,7 +23,7 @@ from translator.cpu import has_int8_dot_product
 from translator.data.tokenizer import decode_ids, load_tokenizer
 from translator.errors import CheckpointError, ConfigError, TranslatorError
 from translator.inference.mbr import mbr_choice
-from translator.inference.text import repeats_ngram, translate_texts
+from translator.inference.text import guard_size, translate_texts
 
 log = logging.getLogger("translator")
 
@@ -147,11 +147,11 @@ def output_limit(n_source_words: int, config: Config) -> int:
 
 
 def queue_batch(
-    model: ExportedModel, tokens: list[list[str]], max_length: int, beam: int, guard: bool = True
+    model: ExportedModel, tokens: list[list[str]], max_length: int, beam: int, guard: int = 0
 ) -> Any:
     """Queue one batch of source tokens on CTranslate2's workers; its results, one per sentence,
     to wait for. `max_length`: the output budget of the batch's longest sentence; `guard`: the
-    repeat guard holds (none of its sources repeats `decode.no_repeat_ngram` tokens itself)."""
+    repeat guard of its sentences (`guard_size`; 0: off)."""
     dec = model.config.decode
     return model.translator.translate_batch(
         tokens,
@@ -163,7 +163,7 @@ def queue_batch(
         min_decoding_length=0,  # CTranslate2 defaults to 1; ours may end at once
         disable_unk=dec.ban_unk,
         num_hypotheses=beam if dec.mbr else 1,
-        no_repeat_ngram_size=dec.no_repeat_ngram if guard else 0,
+        no_repeat_ngram_size=guard,
     )
 
 
@@ -190,13 +190,13 @@ def decode_exported(
     if workers > 1 and len(order) <= workers * size:
         size = -(-len(order) // (2 * workers))  # two pieces per worker, rounded up
     # The repeat guard is one setting per batch: the rare source that repeats itself goes apart.
-    unguarded = {i for i in order if repeats_ngram(sources[i], dec.no_repeat_ngram)}
+    guards = [guard_size(s, dec.no_repeat_ngram) for s in sources]
+    groups = [[i for i in order if guards[i] == n] for n in sorted(set(guards))]
     pieces = [
-        (group[start : start + size], guard)
-        for group, guard in (([i for i in order if i not in unguarded], True),
-                             ([i for i in order if i in unguarded], False))
+        (group[start : start + size], guards[group[0]])
+        for group in groups
         for start in range(0, len(group), size)
-    ]  # fmt: skip
+    ]
     queued = []
     for rows, guard in pieces:
         limits = [output_limit(len(sources[i]) - 2, model.config) for i in rows]

@@ -11,7 +11,7 @@ import torch
 
 from translator.config import DecodeConfig
 from translator.inference.mbr import mbr_choice
-from translator.inference.text import repeats_ngram
+from translator.inference.text import guard_size
 from translator.model.transformer import Transformer, reorder_cache
 from translator.specials import EOS_ID, PAD_ID, SOS_ID, UNK_ID
 
@@ -25,17 +25,21 @@ def max_output_lengths(
     return limit.clamp(min=1, max=max_positions - 1)
 
 
-def unguarded_rows(src: torch.Tensor, n: int) -> torch.Tensor:
-    """(B,) True for each source of a (B, S) batch that repeats a sequence of `n` tokens itself:
-    its output may repeat one too (`decode.no_repeat_ngram`)."""
-    if n < 2:
-        return torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-    unguarded = [repeats_ngram(row, n) for row in _real_tokens(src)]
-    return torch.tensor(unguarded, dtype=torch.bool, device=src.device)
+def guard_sizes(src: torch.Tensor, n: int) -> torch.Tensor:
+    """(B,) the repeat guard of each source of a (B, S) batch (`guard_size`; 0: off)."""
+    sizes = [guard_size(row, n) for row in _real_tokens(src)] if n >= 2 else [0] * src.size(0)
+    return torch.tensor(sizes, dtype=torch.long, device=src.device)
 
 
 def _real_tokens(src: torch.Tensor) -> list[list[int]]:
     return [[t for t in row if t != PAD_ID] for row in src.tolist()]
+
+
+def ban_repeats_by_row_(scores: torch.Tensor, prefix: torch.Tensor, sizes: torch.Tensor) -> None:
+    """`ban_repeats_` with each row's own guard size (R,): the rows of each size together."""
+    for n in sizes.unique().tolist():
+        if n >= 2:
+            ban_repeats_(scores, prefix, n, sizes == n)
 
 
 def ban_repeats_(scores: torch.Tensor, prefix: torch.Tensor, n: int, guarded: torch.Tensor) -> None:
@@ -68,8 +72,8 @@ def greedy_decode(
     Each sentence stops at its own [EOS] or its length budget. Finished rows leave the batch once a
     quarter of it has finished: compacting the cache at every finished row costs more than it saves.
     `use_cache=False` recomputes the whole prefix at every step (the slow reference). With `ban_unk`
-    [UNK] is never chosen; with `no_repeat_ngram` no output repeats that many tokens unless its
-    source does (`ban_repeats_`).
+    [UNK] is never chosen; with `no_repeat_ngram` no output repeats that many tokens, or more
+    where its source repeats as many (`guard_size`).
     """
     was_training = model.training
     model.eval()
@@ -81,14 +85,14 @@ def greedy_decode(
     rows = torch.arange(B, device=src.device)  # original sentence of each batch row
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (b,) rows already done
     outputs: list[list[int]] = [[] for _ in range(B)]
-    guarded = ~unguarded_rows(src, no_repeat_ngram)  # (b,) rows the repeat guard holds
+    guards = guard_sizes(src, no_repeat_ngram)  # (b,) each row's repeat guard
     for step in range(int(limits.max())):
         step_input = prefix[:, -1:] if use_cache else prefix
         hidden = model.decode(step_input, memory, src_mask, cache)[:, -1]  # (b, D)
         logits = model.project(hidden)  # (b, V)
         if ban_unk:
             logits[:, UNK_ID] = -math.inf
-        ban_repeats_(logits, prefix, no_repeat_ngram, guarded)
+        ban_repeats_by_row_(logits, prefix, guards)
         next_ids = logits.argmax(dim=-1)  # (b,)
         ended = next_ids == EOS_ID
         for row, token, skip in zip(
@@ -104,7 +108,7 @@ def greedy_decode(
             keep = (~finished).nonzero().squeeze(1)
             rows, memory, src_mask = rows[keep], memory[keep], src_mask[keep]
             next_ids, prefix, finished = next_ids[keep], prefix[keep], finished[keep]
-            guarded = guarded[keep]
+            guards = guards[keep]
             if cache is not None:
                 cache = reorder_cache(cache, keep)
         prefix = torch.cat([prefix, next_ids[:, None]], dim=1)
@@ -196,7 +200,7 @@ def beam_search_nbest(
     hypotheses finish there too), or once it has `beam` finished hypotheses that no live one can
     beat: a live log-probability only falls, and its length penalty is at most the budget's.
     With `ban_unk`, no hypothesis holds [UNK]; with `no_repeat_ngram`, none repeats that many
-    tokens unless its source does.
+    tokens, or more where its source repeats as many (`guard_size`).
     """
     assert beam >= 1
     was_training = model.training
@@ -206,7 +210,7 @@ def beam_search_nbest(
     memory, src_mask = model.encode(src)
     rows = torch.arange(B, device=device).repeat_interleave(K)
     memory, src_mask = memory[rows], src_mask[rows]  # (B*K, S, D), (B*K, 1, 1, S)
-    guarded = ~unguarded_rows(src, no_repeat_ngram)[rows]  # (B*K,)
+    guards = guard_sizes(src, no_repeat_ngram)[rows]  # (B*K,)
     cache = model.new_cache()
     prefix = torch.full((B * K, 1), SOS_ID, dtype=torch.long, device=device)  # (n*K, t)
     scores = torch.full((B, K), -math.inf, device=device)  # (n, K) summed log-probs
@@ -220,7 +224,7 @@ def beam_search_nbest(
         log_probs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
         if ban_unk:
             log_probs[:, UNK_ID] = -math.inf
-        ban_repeats_(log_probs, prefix, no_repeat_ngram, guarded)
+        ban_repeats_by_row_(log_probs, prefix, guards)
         V = log_probs.size(-1)
         candidates = (scores.view(n * K, 1) + log_probs).view(n, K * V)
         top_scores, top = candidates.topk(2 * K, dim=1)  # (n, 2K), best first
@@ -255,7 +259,7 @@ def beam_search_nbest(
         alive = [alive[i] for i in keep.tolist()]
         scores, prefix = scores[keep], prefix[keep_rows]
         memory, src_mask = memory[keep_rows], src_mask[keep_rows]
-        guarded = guarded[keep_rows]
+        guards = guards[keep_rows]
         cache = reorder_cache(cache, parents[keep_rows])
     model.train(was_training)
     return [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]

@@ -82,9 +82,21 @@ def sentence_case(text: str) -> str:
     return lower if first is None else lower[:first] + lower[first].upper() + lower[first + 1 :]
 
 
+def guard_size(source: list[int], n: int) -> int:
+    """The repeat guard of one sentence (`decode.no_repeat_ngram` = `n`; 0: off): `n`, or one more
+    than the longest sequence its source repeats, if that is longer. `ha ha ha ha` may come back
+    as `ah ah ah ah`, and a source that says `chess players` twice may too, while a loop is still
+    cut after a few turns."""
+    if n < 2:
+        return 0
+    size = n
+    while repeats_ngram(source, size):
+        size += 1
+    return size
+
+
 def repeats_ngram(ids: list[int], n: int) -> bool:
-    """Whether a sequence of `n` ids occurs twice in `ids` (overlaps count): a source that repeats
-    itself so is let repeat in its output too (`decode.no_repeat_ngram`)."""
+    """Whether a sequence of `n` ids occurs twice in `ids` (overlaps count)."""
     if n < 2 or len(ids) <= n:
         return False
     seen = set()

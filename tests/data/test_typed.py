@@ -142,3 +142,15 @@ def test_the_tokenizers_learn_the_forms_they_will_see(tmp_path) -> None:
     _, on = store_for(tmp_path / "on", "{upper: 0.3}")
     pieces = [len(store.tokenizers()[0].encode(caps).ids) for store in (off, on)]
     assert pieces[1] < 0.8 * pieces[0], pieces
+
+
+def test_a_change_to_the_forms_prepares_the_data_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forms' version is part of the store key when (and only when) data.noise is on."""
+    from translator.data import store
+
+    on = load_config(ROOT / "configs" / "tiny.yaml", ["data.noise={typos: 0.1}"])
+    off = load_config(ROOT / "configs" / "tiny.yaml")
+    before_on, before_off = store.config_ident(on), store.config_ident(off)
+    monkeypatch.setattr(store, "FORMS_VERSION", store.FORMS_VERSION + 1)
+    assert store.config_ident(on) != before_on
+    assert store.config_ident(off) == before_off

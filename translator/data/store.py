@@ -52,6 +52,7 @@ from translator.data.integrity import (
 )
 from translator.data.read import Pair, resolve_sources
 from translator.data.tokenizer import fingerprint, load_tokenizer, save_tokenizer
+from translator.data.typed import FORMS_VERSION
 from translator.errors import DataError
 
 FORMAT, VERSION = "translator-store", 2  # 2: checksums, entries of data.source
@@ -130,6 +131,8 @@ def config_ident(config: Config) -> dict[str, Any]:
         del data["join_pairs"]
     if not data["noise"]:  # ... and before data.noise
         del data["noise"], data["typo_words"]
+    else:  # what each form does is part of the data: a change to it prepares the data again
+        data["noise_forms"] = FORMS_VERSION
     tokenizer = dataclasses.asdict(config.tokenizer)
     if not tokenizer["dropout"]:  # the keys of stores made before BPE-dropout existed
         del tokenizer["dropout"], tokenizer["dropout_copies"]

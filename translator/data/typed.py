@@ -31,6 +31,9 @@ import numpy as np
 from translator.config.data import NOISE_FORMS
 from translator.data.read import Pair
 
+FORMS_VERSION = 2
+"""Part of a prepared store's key when `data.noise` is on: raised whenever a form changes what it
+does (2: `lower` and `title` change the source only), so no store of the old forms is reused."""
 FORMS = NOISE_FORMS
 """A pair's form is 1 + its index here (0: as written)."""
 _CHUNK = 1 << 20

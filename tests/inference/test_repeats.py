@@ -9,8 +9,8 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from test_decode import MAX_LEN_A, MAX_LEN_B, make_model, make_src
 
-from tests.inference.test_decode import MAX_LEN_A, MAX_LEN_B, make_model, make_src
 from translator.config import DecodeConfig
 from translator.inference.decode import ban_repeats_, guard_sizes, translate_ids
 from translator.inference.text import guard_size, repeats_ngram

@@ -33,8 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared/data/en-it"
 
 
-def sh(args: list[str], log: Path) -> str:
-    """Run a translator command, its output appended to `log`; stop the benchmark if it fails."""
+def sh(args: list[str], log: Path, stderr: bool = False) -> str:
+    """Run a translator command, its output appended to `log`; stop the benchmark if it fails.
+    Returns its stdout (and its stderr after it, with `stderr`)."""
     start = time.perf_counter()
     done = subprocess.run(args, capture_output=True, text=True)
     with log.open("a", encoding="utf-8") as f:
@@ -42,7 +43,7 @@ def sh(args: list[str], log: Path) -> str:
     if done.returncode:
         sys.exit(f"failed ({done.returncode}): {' '.join(args)}\n{done.stderr[-2000:]}")
     print(f"  {time.perf_counter() - start:6.0f} s  {' '.join(args)}", file=sys.stderr)
-    return done.stdout
+    return done.stdout + (done.stderr if stderr else "")
 
 
 def train(name: str, config: str, minutes: float, sets: list[str], log: Path) -> None:

@@ -10,7 +10,8 @@ The layering, from the bottom:
     training   the Trainer and `translator train`               + data, model, inference
     export     CTranslate2 export and engine                    + data, model, inference
     serve      the HTTP app and page                            + data, model, inference, export
-    top        cli.py, __main__.py                              may import anything
+    distill    a student trained on a teacher's translations    + training, export and below
+    top        cli.py, cli_support.py, __main__.py              may import anything
 
 Every import counts: at the top of a module, inside a function, or under `if TYPE_CHECKING:`.
 """
@@ -25,8 +26,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "translator"
 MAX_LINES = 400
 
-WINGS = ("data", "model", "inference", "training", "export", "serve")
-TOP = {"translator", "translator.cli", "translator.__main__"}
+WINGS = ("data", "model", "inference", "training", "export", "serve", "distill")
+TOP = {"translator", "translator.cli", "translator.cli_support", "translator.__main__"}
 ALLOWED: dict[str, set[str]] = {
     "ground": {"ground"},
     "data": {"ground", "data"},
@@ -35,6 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "training": {"ground", "data", "model", "inference", "training"},
     "export": {"ground", "data", "model", "inference", "export"},
     "serve": {"ground", "data", "model", "inference", "export", "serve"},
+    "distill": {"ground", "data", "model", "inference", "training", "export", "distill"},
 }
 
 

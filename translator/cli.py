@@ -7,11 +7,17 @@ answers at once.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+
+from translator.cli_support import (
+    bare_resume_means_latest,
+    only_model,
+    run_command,
+    translate_model_fast,
+)
 
 app = typer.Typer(
     name="translator",
@@ -82,7 +88,7 @@ def train(
         overrides = [*(set_ or []), *([f"train.init_from={init_from}"] if init_from else [])]
         train_command(config, overrides, run, resume, device, runs_dir, weights_dir)
 
-    _run(go)
+    run_command(go)
 
 
 @app.command()
@@ -97,7 +103,7 @@ def prepare(config: ConfigOpt = None, set_: SetOpt = None) -> None:
 
         prepare_command(config, set_ or [])
 
-    _run(go)
+    run_command(go)
 
 
 ModelRunOpt = Annotated[
@@ -161,7 +167,7 @@ def validate(
         if model is not None:
             from translator.export.validate import validate_model_command
 
-            _only_model(run=run, checkpoint=checkpoint, device=device)
+            only_model(run=run, checkpoint=checkpoint, device=device)
             return validate_model_command(model, beam, output, config, set_ or [], data)
         from translator.inference.evaluate import validate_command
 
@@ -170,7 +176,7 @@ def validate(
             data_file=data,
         )  # fmt: skip
 
-    _run(go)
+    run_command(go)
 
 
 @app.command()
@@ -208,7 +214,7 @@ def translate(
         if model is not None:
             from translator.export.engine import translate_model_command
 
-            _only_model(run=run, checkpoint=checkpoint, attention=attention, device=device)
+            only_model(run=run, checkpoint=checkpoint, attention=attention, device=device)
             return translate_model_command(text or [], model, beam, set_ or [])
         from translator.inference.predict import translate_command
 
@@ -225,7 +231,42 @@ def translate(
             attention_self,
         )
 
-    _run(go)
+    run_command(go)
+
+
+@app.command()
+def distill(
+    teacher: Annotated[
+        str,
+        typer.Option(
+            "--teacher",
+            metavar="RUN|DIR",
+            help="The teacher: a run (name or directory), a checkpoint, or an exported model.",
+        ),
+    ],
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    run: RunOpt = None,
+    resume: Annotated[
+        str | None,
+        typer.Option("--resume", metavar="[PATH]", help="Continue the student's training."),
+    ] = None,
+    device: DeviceOpt = None,
+    runs_dir: RunsDirOpt = Path("runs"),
+    weights_dir: WeightsDirOpt = Path("weights"),
+) -> None:
+    """Train a small student on its teacher's translations (e.g. configs/student.yaml).
+
+    The teacher translates the student's data.source (by default its own training data) once,
+    through CTranslate2 when installed; the translations are kept and reused. distill.* keys
+    choose the decoding, keep_original and the chrF filter."""
+
+    def go() -> None:
+        from translator.distill.command import distill_command
+
+        distill_command(teacher, config, set_ or [], run, resume, device, runs_dir, weights_dir)
+
+    run_command(go)
 
 
 @app.command()
@@ -246,7 +287,7 @@ def average(
 
         average_command(run, last, output, weights_dir)
 
-    _run(go)
+    run_command(go)
 
 
 @app.command()
@@ -268,7 +309,7 @@ def export(
 
         export_command(run, checkpoint, output, quantization, weights_dir)
 
-    _run(go)
+    run_command(go)
 
 
 @app.command()
@@ -293,40 +334,17 @@ def serve(
 
         serve_command(run, checkpoint, model, host, port, set_ or [], weights_dir)
 
-    _run(go)
-
-
-def _only_model(**given: Any) -> None:
-    """`--model DIR` carries its own weights and tokenizers: refuse options that pick others."""
-    from translator.errors import ConfigError
-
-    for name, value in given.items():
-        if value is not None:
-            raise ConfigError(f"--model and --{name} exclude each other; give one of them")
-
-
-def _run(fn: Callable[[], Any]) -> None:
-    """Call `fn`, turning user-facing errors into one line on stderr and an exit code."""
-    from translator.errors import TranslatorError
-
-    try:
-        fn()
-    except TranslatorError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise typer.Exit(exc.exit_code) from None
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        raise typer.Exit(130) from None
+    run_command(go)
 
 
 def main() -> None:
     """Console-script entry point; a usage error is one line on stderr and exit code 2."""
     from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer's bundled click
 
-    if _translate_model_fast(sys.argv[1:]):
+    if translate_model_fast(sys.argv[1:]):
         sys.exit(0)
     try:
-        code = app(_bare_resume_means_latest(sys.argv[1:]), standalone_mode=False)
+        code = app(bare_resume_means_latest(sys.argv[1:]), standalone_mode=False)
     except NoArgsIsHelpError as exc:
         print(exc.ctx.get_help() if exc.ctx else "see translator --help", file=sys.stderr)
         sys.exit(2)
@@ -338,52 +356,3 @@ def main() -> None:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-def _translate_model_fast(args: list[str]) -> bool:
-    """`translate --model DIR [--beam N] [--set K=V]... [TEXT]...` without typer: True when done.
-
-    typer builds a pydantic adapter per option (about 0.2 s), a third of the 0.5 s that
-    `translate --model DIR "Hello"` may take. Anything else (help, other options, a typo) returns
-    False and goes through typer, which answers it as usual.
-    """
-    import argparse
-
-    if args[:1] != ["translate"] or not any(a.startswith("--model") for a in args):
-        return False
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    parser.add_argument("--model", type=Path, required=True)
-    parser.add_argument("--beam", type=int)
-    parser.add_argument("--set", dest="set_", action="append", default=[])
-    parser.add_argument("text", nargs="*")
-    try:
-        parsed, unknown = parser.parse_known_args(args[1:])
-    except (argparse.ArgumentError, SystemExit):
-        return False
-    if unknown or any(t.startswith("-") for t in parsed.text):
-        return False
-
-    def go() -> None:
-        from translator.export.engine import translate_model_command
-
-        translate_model_command(parsed.text, parsed.model, parsed.beam, parsed.set_)
-
-    try:
-        _run(go)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    return True
-
-
-def _bare_resume_means_latest(args: list[str]) -> list[str]:
-    """`--resume` followed by another option (or nothing) means `--resume=latest`.
-
-    Click would otherwise take the next option, e.g. `--set`, as the checkpoint path.
-    """
-    out = []
-    for i, arg in enumerate(args):
-        following = args[i + 1] if i + 1 < len(args) else None
-        if arg == "--resume" and (following is None or following.startswith("-")):
-            arg = "--resume=latest"
-        out.append(arg)
-    return out

@@ -20,6 +20,7 @@ from translator.config.sections import (
     Config,
     DataConfig,
     DecodeConfig,
+    DistillConfig,
     ModelConfig,
     ServeConfig,
     TokenizerConfig,
@@ -140,6 +141,7 @@ _SECTIONS: dict[str, type] = {
     "train": TrainConfig,
     "decode": DecodeConfig,
     "serve": ServeConfig,
+    "distill": DistillConfig,
 }
 
 

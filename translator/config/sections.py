@@ -294,6 +294,38 @@ class ServeConfig:
 
 
 @dataclass(frozen=True)
+class DistillConfig:
+    """`translator distill`: how the teacher translates the corpus, and what the student reads."""
+
+    beam: int | None = None
+    """The teacher's beam while translating the corpus; null: its own decode.beam."""
+    mbr: bool | None = None
+    """The teacher's decode.mbr while translating the corpus; null: its own."""
+    keep_original: bool = False
+    """Train the student on the original pairs as well as on the teacher's translations."""
+    min_chrf: float = 0.0
+    """A teacher translation whose sentence chrF against the reference is below this is replaced
+    by the reference (the Bergamot pipeline's filter); 0 keeps every translation."""
+    quantization: str = "int8"
+    """How a run teacher is exported for CTranslate2 to translate the corpus (when installed)."""
+    chunk: int = 4096
+    """Sentences translated between two saves of the work done: an interrupted translation
+    loses at most this many."""
+
+    def validate(self) -> None:
+        positive(self, "distill", "beam", "chunk")
+        if not 0.0 <= self.min_chrf <= 100.0:
+            raise ConfigError(
+                f"distill.min_chrf must be 0 to 100 (sentence chrF), got {self.min_chrf}"
+            )
+        if self.quantization not in ("int8", "int8_float32", "float32", "bfloat16"):
+            raise ConfigError(
+                f"distill.quantization {self.quantization!r}: choose int8, int8_float32, float32 "
+                "or bfloat16"
+            )
+
+
+@dataclass(frozen=True)
 class Config:
     data: DataConfig = field(default_factory=DataConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
@@ -301,6 +333,7 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    distill: DistillConfig = field(default_factory=DistillConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (YAML- and checkpoint-safe)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from translator.errors import CheckpointError
 from translator.run.checkpoint import load_checkpoint
-from translator.run.paths import PARENT_RECORD, checkpoint_of_run
+from translator.run.paths import PARENT_RECORD, TEACHER_RECORD, checkpoint_of_run
 
 SIDES = ("src", "tgt")
 
@@ -97,15 +97,31 @@ def find_parent(init_from: str, weights_root: Path) -> Parent:
 
 def write_parent_record(run_dir: Path, parent: Parent) -> None:
     """Write parent.json atomically."""
-    path = run_dir / PARENT_RECORD
-    tmp = path.with_name(f".{PARENT_RECORD}.tmp")
-    tmp.write_text(json.dumps(parent.record(), indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    _write_record(run_dir / PARENT_RECORD, parent.record())
 
 
 def read_parent_record(run_dir: Path) -> dict[str, Any] | None:
     """The parent a run was made from (parent.json), or None for a run trained from nothing."""
-    path = run_dir / PARENT_RECORD
+    return _read_record(run_dir / PARENT_RECORD)
+
+
+def write_teacher_record(run_dir: Path, record: dict[str, Any]) -> None:
+    """Write teacher.json atomically: the teacher whose translations a distilled run learns."""
+    _write_record(run_dir / TEACHER_RECORD, record)
+
+
+def read_teacher_record(run_dir: Path) -> dict[str, Any] | None:
+    """The teacher of a distilled run (teacher.json), or None for a run trained on references."""
+    return _read_record(run_dir / TEACHER_RECORD)
+
+
+def _write_record(path: Path, record: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _read_record(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     return json.loads(path.read_text(encoding="utf-8"))

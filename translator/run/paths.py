@@ -15,6 +15,8 @@ from translator.run.average import AVERAGED, is_current
 from translator.run.checkpoint import BEST, EMA, LATEST
 
 PARENT_RECORD = "parent.json"
+TEACHER_RECORD = "teacher.json"
+"""A distilled run's teacher (`translator distill`): what made its training data."""
 """The run this run was made from (train.init_from): run/lineage.py writes and reads it."""
 
 

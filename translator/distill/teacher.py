@@ -1,0 +1,213 @@
+"""The teacher of a distillation: a run (its checkpoint as `translate` would choose it) or an
+exported model directory, who it is (a digest of its weights), and a function that translates
+with it.
+
+A run teacher translates through CTranslate2 when it is installed: exported once (int8 by
+default) into the distillation cache, keyed by the checkpoint's digest, and reused. Without
+CTranslate2 it translates with PyTorch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from translator.config import Config, DecodeConfig, config_from_dict
+from translator.data.integrity import file_digest
+from translator.errors import CheckpointError, TranslatorError
+from translator.run.checkpoint import load_checkpoint
+from translator.run.paths import checkpoint_of_run
+
+log = logging.getLogger("translator")
+
+EXPORT_META = (
+    "translator.json"  # export/engine.py's META_FILE: a directory `translator export` wrote
+)
+
+Translate = Callable[[list[str]], list[str]]
+
+
+@dataclass(frozen=True)
+class Teacher:
+    """A model whose translations a student learns."""
+
+    name: str
+    kind: str
+    """`run` (a checkpoint and its run's tokenizers) or `export` (a CTranslate2 directory)."""
+    path: Path
+    """The run directory, or the exported model directory."""
+    checkpoint: Path | None
+    step: int
+    digest: str
+    """SHA-256 of the weights (the checkpoint file, or the export's model.bin): the distilled
+    corpus is keyed by it, so new weights never reuse an old teacher's translations."""
+    config: Config
+
+    def record(self) -> dict[str, Any]:
+        """What teacher.json says in the student's run directory."""
+        return {
+            "teacher": self.name,
+            "kind": self.kind,
+            "path": str(self.path.resolve()),
+            "checkpoint": str(self.checkpoint.resolve()) if self.checkpoint else None,
+            "step": self.step,
+            "sha256": self.digest,
+        }
+
+    def describe(self) -> str:
+        where = self.checkpoint if self.checkpoint is not None else self.path
+        return f"{self.name} ({where}, step {self.step:,})"
+
+
+def find_teacher(given: str, weights_root: Path) -> Teacher:
+    """`--teacher`: an exported model directory, a checkpoint file, a run directory or a run name
+    under `weights_root`. Anything else is one line saying what was looked for."""
+    path = Path(given).expanduser()
+    if path.is_dir() and (path / EXPORT_META).is_file():
+        return _exported_teacher(path)
+    if path.is_file():
+        return _run_teacher(path.parent, path)
+    run_dir = path if path.is_dir() else weights_root / given
+    if not run_dir.is_dir():
+        runs = (
+            sorted(d.name for d in weights_root.iterdir() if d.is_dir())
+            if weights_root.is_dir()
+            else []
+        )
+        raise CheckpointError(
+            f"--teacher {given}: no run, run directory, checkpoint or exported model of that name "
+            f"(runs in {weights_root}/: {', '.join(runs) or 'none'}); train or export the teacher "
+            "first, or give its path"
+        )
+    try:
+        checkpoint = checkpoint_of_run(run_dir)
+    except CheckpointError as exc:
+        raise CheckpointError(f"--teacher {given}: {exc}") from None
+    return _run_teacher(run_dir, checkpoint)
+
+
+def _run_teacher(run_dir: Path, checkpoint: Path) -> Teacher:
+    state = load_checkpoint(checkpoint)
+    try:
+        config = config_from_dict(state["config"], origin=f"{checkpoint} (config)")
+        step = int(state["progress"]["step"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(
+            f"--teacher {checkpoint}: not a checkpoint of a translator run ({exc}); give a run "
+            "or an exported model directory"
+        ) from None
+    for side in ("src", "tgt"):
+        if not (run_dir / f"tokenizer_{side}.json").is_file():
+            raise CheckpointError(
+                f"--teacher {checkpoint}: no tokenizer_{side}.json beside it in {run_dir}; keep a "
+                "checkpoint in its run directory"
+            )
+    name = run_dir.resolve().name
+    return Teacher(name, "run", run_dir, checkpoint, step, file_digest(checkpoint), config)
+
+
+def _exported_teacher(path: Path) -> Teacher:
+    import json
+
+    try:
+        meta = json.loads((path / EXPORT_META).read_text(encoding="utf-8"))
+        config = config_from_dict(meta["config"], origin=str(path / EXPORT_META))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(
+            f"--teacher {path}: {EXPORT_META} is not readable ({exc}); export the model again"
+        ) from None
+    weights = path / "model.bin"
+    if not weights.is_file():
+        raise CheckpointError(f"--teacher {path}: no model.bin there; export the model again")
+    name = str(meta.get("run", path.name))
+    return Teacher(
+        name, "export", path, None, int(meta.get("step", 0)), file_digest(weights), config
+    )
+
+
+def teacher_decoding(teacher: Teacher, student: Config) -> DecodeConfig:
+    """The teacher's own decoding, with the student config's `distill.beam` and `distill.mbr`."""
+    decode = teacher.config.decode
+    if student.distill.beam is not None:
+        decode = replace(decode, beam=student.distill.beam)
+    if student.distill.mbr is not None:
+        decode = replace(decode, mbr=student.distill.mbr)
+    return decode
+
+
+def teacher_engine(teacher: Teacher, student: Config) -> str:
+    """How the teacher will translate: `ctranslate2` (an export, or a run exported with
+    `distill.quantization`) or `torch` (no CTranslate2 here, or a model it cannot hold). Part of
+    the corpus's key: the two engines' outputs may differ in a few words."""
+    from translator.export.convert import check_exportable
+    from translator.export.engine import import_ctranslate2
+
+    try:
+        import_ctranslate2()
+    except TranslatorError:
+        if teacher.kind == "export":
+            raise
+        log.info("CTranslate2 is not installed: the teacher translates with PyTorch (slower)")
+        return "torch"
+    if teacher.kind == "export":
+        return "ctranslate2"
+    try:
+        check_exportable(teacher.config.model)
+    except TranslatorError as exc:
+        log.info("the teacher cannot be exported (%s): it translates with PyTorch", exc)
+        return "torch"
+    return f"ctranslate2 {student.distill.quantization}"
+
+
+def open_teacher(
+    teacher: Teacher,
+    engine: str,
+    decode: DecodeConfig,
+    student: Config,
+    cache: Path,
+    device: str | None,
+) -> tuple[Translate, str]:
+    """A function translating sentences with the teacher under `decode` on `engine`
+    (`teacher_engine`), and the engine's name as the terminal shows it."""
+    if engine == "torch":
+        return _torch_teacher(teacher, decode, device), "PyTorch"
+    from translator.export.engine import load_exported, translate_exported
+
+    path = teacher.path
+    if teacher.kind == "run":
+        path = _exported_copy(teacher, student.distill.quantization, cache)
+    model = load_exported(path)
+    model.config = replace(model.config, decode=decode)
+    name = f"CTranslate2 {model.arithmetic}"
+    return (lambda sentences: translate_exported(model, sentences)), name
+
+
+def _exported_copy(teacher: Teacher, quantization: str, cache: Path) -> Path:
+    """The run teacher exported for CTranslate2, made once per checkpoint and quantization."""
+    import torch
+
+    from translator.export.convert import export_model
+    from translator.inference.predict import load_model
+
+    assert teacher.checkpoint is not None
+    path = cache / "teachers" / f"{teacher.digest[:24]}-{quantization}"
+    if (path / EXPORT_META).is_file():
+        return path
+    log.info("exporting the teacher for CTranslate2 (%s) to %s", quantization, path)
+    loaded = load_model(teacher.checkpoint, teacher.path, torch.device("cpu"))
+    export_model(loaded, path, quantization)
+    return path
+
+
+def _torch_teacher(teacher: Teacher, decode: DecodeConfig, device: str | None) -> Translate:
+    from translator.device import resolve_device
+    from translator.inference.predict import load_model, translate_sentences
+
+    if teacher.checkpoint is None:
+        raise CheckpointError(f"--teacher {teacher.path}: an exported model needs CTranslate2")
+    loaded = load_model(teacher.checkpoint, teacher.path, resolve_device(device))
+    loaded.config = replace(loaded.config, decode=decode)
+    return lambda sentences: translate_sentences(loaded, sentences)

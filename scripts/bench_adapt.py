@@ -13,8 +13,9 @@ Runs, each through the `translator` command as a user would type it (names: PREF
   c       configs/adapt.yaml from the parent on the in-domain corpus, --minutes (10)
   d       the same, mixed fine-tuning: the in-domain corpus plus a --share of the general one
 Each is then scored with `translator validate --data` on the dev set (in-domain) and on the
-parent's own validation split (general domain), at beam 4 and with the shipped decoding. Prints
-a markdown table (BLEU / chrF, steps), then one JSON line.
+parent's own validation split (general domain), which b and d do not train on (their general
+corpus is the parent's without those pairs: OUT/PARENT-general-train.jsonl), at beam 4 and
+with the shipped decoding. Prints a markdown table (BLEU / chrF, steps), then one JSON line.
 """
 
 from __future__ import annotations
@@ -75,6 +76,33 @@ def general_valid(parent: str, out: Path) -> Path:
     return target
 
 
+def general_train(parent: str, general: Path, valid: Path, out: Path) -> Path:
+    """The general corpus without the pairs of the parent's validation split, for the runs that
+    train on it besides the parent (b, d): their "general" score would otherwise be taken on
+    pairs they trained on. A raw pair is left out when its cleaned form (the parent's data
+    settings) is one of the split's."""
+    from translator.config import load_config
+    from translator.data.clean import clean_chunk, make_cleaner
+    from translator.data.read import read_local_pairs
+
+    target = out / f"{parent}-general-train.jsonl"
+    if target.is_file():
+        return target
+    cfg = load_config(ROOT / "weights" / parent / "config.yaml").data
+    held = {tuple(line.split("\t")) for line in valid.read_text(encoding="utf-8").splitlines()}
+    pairs = read_local_pairs(general, cfg.lang_src, cfg.lang_tgt)
+    cleaner = make_cleaner(cfg, pairs)
+    kept = [p for p in pairs if not any(c in held for c in clean_chunk([p], cleaner).pairs)]
+    tmp = target.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for en, it in kept:
+            f.write(json.dumps({"translation": {cfg.lang_src: en, cfg.lang_tgt: it}}) + "\n")
+    tmp.replace(target)
+    print(f"  {len(pairs) - len(kept):,} pairs of {general.name} held out for b and d "
+          f"(the parent's {len(held):,} validation pairs)", file=sys.stderr)  # fmt: skip
+    return target
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--general", type=Path, default=DATA / "opensubs.jsonl")
@@ -98,9 +126,10 @@ def main() -> None:
     parent = args.parent or f"{args.prefix}parent"
     train(parent, cpu, args.parent_minutes, [f"data.source={args.general}", *seed], log)
     general = general_valid(parent, args.out)
+    rest = general_train(parent, args.general, general, args.out)  # b and d never see `general`
     total = args.parent_minutes + args.minutes
-    both = f"[{args.domain}, {args.general}]"
-    mixed = f"[{{path: {args.domain}, weight: 1}}, {{path: {args.general}, weight: {args.share}}}]"
+    both = f"[{args.domain}, {rest}]"
+    mixed = f"[{{path: {args.domain}, weight: 1}}, {{path: {rest}, weight: {args.share}}}]"
     watch = f"train.eval_sets={{general: {general}}}"
     init = f"train.init_from={parent}"
     plan = {

@@ -226,6 +226,9 @@ def test_distill_trains_a_student_that_records_its_teacher(
     said = cli(tmp_path, "translate", "--run", "student", "one two .")
     assert said.returncode == 0 and said.stdout.strip(), said.stderr
 
+    twice = cli(tmp_path, *args[:-2], "--set", "distill.beam=3")  # another corpus to translate
+    assert twice.returncode != 0 and "already has checkpoints" in twice.stderr
+    assert "translated in" not in twice.stderr, "refused before the teacher translates anything"
     again = cli(tmp_path, *args, "--set", "train.max_steps=30", "--resume")
     assert again.returncode == 0, again.stderr
     assert f"distilled {student_data}: 230 pairs, translated before" in again.stderr

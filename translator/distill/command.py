@@ -64,6 +64,11 @@ def distill_command(
         )
     if resume is not None:
         _check_same_teacher(teacher, paths)
+    elif paths.latest.is_file():  # before the corpus is translated, not after
+        raise ConfigError(
+            f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it with "
+            "--resume, or distill another student with --run NEW_NAME"
+        )
     entries = _source_entries(config, config_path, overrides, teacher)
     sources = distilled_sources(teacher, config, entries, device, progress=True)
     paths.make()

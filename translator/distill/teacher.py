@@ -19,7 +19,7 @@ from translator.config import Config, DecodeConfig, config_from_dict
 from translator.data.integrity import file_digest
 from translator.errors import CheckpointError, TranslatorError
 from translator.run.checkpoint import load_checkpoint
-from translator.run.paths import checkpoint_of_run
+from translator.run.paths import locate_run
 
 log = logging.getLogger("translator")
 
@@ -68,24 +68,9 @@ def find_teacher(given: str, weights_root: Path) -> Teacher:
     path = Path(given).expanduser()
     if path.is_dir() and (path / EXPORT_META).is_file():
         return _exported_teacher(path)
-    if path.is_file():
-        return _run_teacher(path.parent, path)
-    run_dir = path if path.is_dir() else weights_root / given
-    if not run_dir.is_dir():
-        runs = (
-            sorted(d.name for d in weights_root.iterdir() if d.is_dir())
-            if weights_root.is_dir()
-            else []
-        )
-        raise CheckpointError(
-            f"--teacher {given}: no run, run directory, checkpoint or exported model of that name "
-            f"(runs in {weights_root}/: {', '.join(runs) or 'none'}); train or export the teacher "
-            "first, or give its path"
-        )
-    try:
-        checkpoint = checkpoint_of_run(run_dir)
-    except CheckpointError as exc:
-        raise CheckpointError(f"--teacher {given}: {exc}") from None
+    key = f"--teacher {given}"
+    todo = "train or export the teacher first, or give the path of its run or exported model"
+    checkpoint, run_dir = locate_run(given, weights_root, key, todo)
     return _run_teacher(run_dir, checkpoint)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from translator.errors import CheckpointError
 from translator.run.checkpoint import load_checkpoint
-from translator.run.paths import PARENT_RECORD, TEACHER_RECORD, checkpoint_of_run
+from translator.run.paths import PARENT_RECORD, TEACHER_RECORD, locate_run
 
 SIDES = ("src", "tgt")
 
@@ -60,26 +60,8 @@ def find_parent(init_from: str, weights_root: Path) -> Parent:
     """The parent named by `train.init_from`: a checkpoint file, a run directory, or a run name
     under `weights_root`. Every way it can fail is one line naming what to fix."""
     key = f"train.init_from {init_from!r}"
-    given = Path(init_from).expanduser()
-    if given.is_file():
-        checkpoint, run_dir = given, given.parent
-    else:
-        run_dir = given if given.is_dir() else weights_root / init_from
-        if not run_dir.is_dir():
-            runs = (
-                sorted(d.name for d in weights_root.iterdir() if d.is_dir())
-                if (weights_root.is_dir())
-                else []
-            )
-            raise CheckpointError(
-                f"{key}: no run, run directory or checkpoint of that name (runs in "
-                f"{weights_root}/: {', '.join(runs) or 'none'}); train the parent first, or give "
-                "the path of its directory or checkpoint"
-            )
-        try:
-            checkpoint = checkpoint_of_run(run_dir)
-        except CheckpointError as exc:
-            raise CheckpointError(f"{key}: {exc}") from None
+    todo = "train the parent first, or give the path of its directory or checkpoint"
+    checkpoint, run_dir = locate_run(init_from, weights_root, key, todo)
     try:
         state = load_checkpoint(checkpoint)
     except CheckpointError as exc:

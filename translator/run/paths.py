@@ -114,6 +114,27 @@ def find_checkpoint(
     return (checkpoint or checkpoint_of_run(run_dir)), run_dir
 
 
+def locate_run(given: str, weights_root: Path, key: str, todo: str) -> tuple[Path, Path]:
+    """The checkpoint and the run directory that `given` names: a checkpoint file, a run
+    directory, or a run name under `weights_root` (its checkpoint as `checkpoint_of_run` chooses).
+    Each failure is one line that starts with `key`; `todo` says what to do when nothing of that
+    name exists."""
+    path = Path(given).expanduser()
+    if path.is_file():
+        return path, path.parent
+    run_dir = path if path.is_dir() else weights_root / given
+    if not run_dir.is_dir():
+        runs = ", ".join(sorted(d.name for d in _run_dirs(weights_root))) or "none"
+        raise CheckpointError(
+            f"{key}: no run, run directory or checkpoint of that name (runs in {weights_root}/: "
+            f"{runs}); {todo}"
+        )
+    try:
+        return checkpoint_of_run(run_dir), run_dir
+    except CheckpointError as exc:
+        raise CheckpointError(f"{key}: {exc}") from None
+
+
 def checkpoint_of_run(run_dir: Path) -> Path:
     """The run's weight average (ema.pt) or averaged checkpoint when current (the newer of the
     two: training writes ema.pt last, `translator average` afterwards replaces averaged.pt),

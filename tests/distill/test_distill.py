@@ -18,7 +18,7 @@ from translator.distill import corpus as corpus_module
 from translator.distill import teacher as teacher_module
 from translator.distill.command import distilled_sources
 from translator.distill.corpus import PAIRS, iter_pairs_tsv
-from translator.distill.teacher import find_teacher, teacher_decoding
+from translator.distill.teacher import Teacher, find_teacher, teacher_decoding
 from translator.errors import DataError, TranslatorError
 from translator.run.checkpoint import load_checkpoint, save_checkpoint
 
@@ -57,6 +57,12 @@ def torch_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("translator.export.engine.import_ctranslate2", missing)
 
 
+def torch_teacher(teacher_root: Path, monkeypatch: pytest.MonkeyPatch) -> Teacher:
+    """The tiny run as a teacher, translating with PyTorch."""
+    torch_only(monkeypatch)
+    return find_teacher("tiny", teacher_root / "weights")
+
+
 def test_corpus_holds_exactly_the_exported_teachers_translations(
     teacher_root: Path, student_data: Path, tmp_path: Path
 ) -> None:
@@ -77,8 +83,7 @@ def test_corpus_of_a_run_teacher_without_ctranslate2_is_what_translate_gives(
 ) -> None:
     from translator.inference.predict import load_model, translate_sentences
 
-    torch_only(monkeypatch)
-    teacher = find_teacher("tiny", teacher_root / "weights")
+    teacher = torch_teacher(teacher_root, monkeypatch)
     config = student_config(student_data)
     [entry] = distilled_sources(teacher, config, [str(student_data)])
     assert teacher.checkpoint is not None
@@ -91,8 +96,7 @@ def test_corpus_of_a_run_teacher_without_ctranslate2_is_what_translate_gives(
 def test_an_interrupted_translation_resumed_equals_an_uninterrupted_one(
     teacher_root: Path, student_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    torch_only(monkeypatch)
-    teacher = find_teacher("tiny", teacher_root / "weights")
+    teacher = torch_teacher(teacher_root, monkeypatch)
     whole = student_config(student_data, "distill.chunk=40", f"data.store_dir={tmp_path / 'a'}")
     [entry] = distilled_sources(teacher, whole, [str(student_data)])
     expected = Path(entry["path"]).read_bytes()
@@ -169,8 +173,7 @@ def test_the_chrf_filter_replaces_exactly_the_translations_below_it(
 ) -> None:
     from sacrebleu.metrics import CHRF
 
-    torch_only(monkeypatch)
-    teacher = find_teacher("tiny", teacher_root / "weights")
+    teacher = torch_teacher(teacher_root, monkeypatch)
     [plain] = distilled_sources(teacher, student_config(student_data), [str(student_data)])
     outputs = [t for _, t in iter_pairs_tsv(Path(plain["path"]))]
     refs = [json.loads(line)["translation"]["it"] for line in student_data.read_text().splitlines()]
@@ -187,8 +190,7 @@ def test_the_chrf_filter_replaces_exactly_the_translations_below_it(
 def test_a_damaged_corpus_is_refused_by_name(
     teacher_root: Path, student_data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    torch_only(monkeypatch)
-    teacher = find_teacher("tiny", teacher_root / "weights")
+    teacher = torch_teacher(teacher_root, monkeypatch)
     config = student_config(student_data)
     [entry] = distilled_sources(teacher, config, [str(student_data)])
     path = Path(entry["path"])
@@ -200,8 +202,7 @@ def test_a_damaged_corpus_is_refused_by_name(
 def test_keep_original_adds_the_entries_with_their_weights(
     teacher_root: Path, student_data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    torch_only(monkeypatch)
-    teacher = find_teacher("tiny", teacher_root / "weights")
+    teacher = torch_teacher(teacher_root, monkeypatch)
     entries = [{"path": str(student_data), "weight": 2}]
     config = student_config(student_data, "distill.keep_original=true")
     out = distilled_sources(teacher, config, entries)

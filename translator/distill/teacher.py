@@ -9,6 +9,7 @@ CTranslate2 it translates with PyTorch.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -18,14 +19,11 @@ from typing import Any
 from translator.config import Config, DecodeConfig, config_from_dict
 from translator.data.integrity import file_digest
 from translator.errors import CheckpointError, TranslatorError
+from translator.export.engine import META_FILE as EXPORT_META
 from translator.run.checkpoint import load_checkpoint
 from translator.run.paths import locate_run
 
 log = logging.getLogger("translator")
-
-EXPORT_META = (
-    "translator.json"  # export/engine.py's META_FILE: a directory `translator export` wrote
-)
 
 Translate = Callable[[list[str]], list[str]]
 
@@ -95,8 +93,6 @@ def _run_teacher(run_dir: Path, checkpoint: Path) -> Teacher:
 
 
 def _exported_teacher(path: Path) -> Teacher:
-    import json
-
     try:
         meta = json.loads((path / EXPORT_META).read_text(encoding="utf-8"))
         config = config_from_dict(meta["config"], origin=str(path / EXPORT_META))

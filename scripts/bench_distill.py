@@ -94,6 +94,7 @@ def measure(run: str, dev: Path, out: Path, log: Path) -> dict[str, float]:
     if not model.is_dir():
         sh(["translator", "export", "--run", run, "--output", str(model)], log)
     row["size_mb"] = sum(f.stat().st_size for f in model.iterdir()) / 1e6
+    row["model_mb"] = (model / "model.bin").stat().st_size / 1e6
     sources = [json.loads(line)["translation"]["en"] for line in dev.read_text().splitlines()]
     for threads in (1, 2):
         row[f"greedy_sps_{threads}"] = speed(model, sources, 1, threads)
@@ -124,7 +125,7 @@ def main() -> None:
     figures = {key: measure(name, args.dev, args.out, log) for key, name in runs.items()}
     shutil.copy(log, args.out / "commands.last.log")
     print("| model | steps | greedy BLEU / chrF | shipped BLEU / chrF | int8 sent/s greedy 1 / 2 "
-          "threads | shipped 1 / 2 | size MB | start s |")  # fmt: skip
+          "threads | shipped 1 / 2 | model.bin / directory MB | start s |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
     for key, row in figures.items():
         print(f"| {key} ({runs[key]}) | {int(row['step']):,} "
@@ -132,7 +133,8 @@ def main() -> None:
               f"| {row['shipped_bleu']:.1f} / {row['shipped_chrf']:.1f} "
               f"| {row['greedy_sps_1']:,.0f} / {row['greedy_sps_2']:,.0f} "
               f"| {row['shipped_sps_1']:,.0f} / {row['shipped_sps_2']:,.0f} "
-              f"| {row['size_mb']:.1f} | {row['start_s']:.2f} |")  # fmt: skip
+              f"| {row['model_mb']:.2f} / {row['size_mb']:.2f} "
+              f"| {row['start_s']:.2f} |")  # fmt: skip
     if translated:
         print(f"corpus translated by the teacher: {translated.group(1)} sentences in "
               f"{translated.group(2)} s ({translated.group(3)} sentences/s)")  # fmt: skip

@@ -223,16 +223,21 @@ def test_distill_trains_a_student_that_records_its_teacher(
     record = json.loads((tmp_path / "weights" / "student" / "teacher.json").read_text())
     assert record["teacher"] == "tiny" and record["step"] == 80
     config = load_config(tmp_path / "weights" / "student" / "config.yaml")
-    assert isinstance(config.data.source, list) or config.data.source.endswith(PAIRS)
+    [distilled] = config.data.sources()
+    assert Path(distilled).name == PAIRS and config.data.weights() == [1]
     said = cli(tmp_path, "translate", "--run", "student", "one two .")
     assert said.returncode == 0 and said.stdout.strip(), said.stderr
 
     twice = cli(tmp_path, *args[:-2], "--set", "distill.beam=3")  # another corpus to translate
     assert twice.returncode != 0 and "already has checkpoints" in twice.stderr
     assert "translated in" not in twice.stderr, "refused before the teacher translates anything"
-    again = cli(tmp_path, *args, "--set", "train.max_steps=30", "--resume")
+    shutil.rmtree(Path(distilled).parent)  # its prepared store holds what it needs
+    again = cli(tmp_path, *args, "--set", "train.max_steps=30", "--set", "distill.beam=3",
+                "--resume")  # fmt: skip
     assert again.returncode == 0, again.stderr
-    assert f"distilled {student_data}: 230 pairs, translated before" in again.stderr
+    assert "resuming student student on the distilled data it started with" in again.stderr
+    assert "translated" not in again.stderr, "a resumed student translates nothing"
+    assert load_checkpoint(tmp_path / "weights" / "student" / "latest.pt")["progress"]["step"] == 30
 
 
 def test_bad_teachers_and_configs_are_one_line_errors(
@@ -240,8 +245,23 @@ def test_bad_teachers_and_configs_are_one_line_errors(
 ) -> None:
     shutil.copytree(teacher_root / "weights", tmp_path / "weights")
     base = ["distill", "--config", str(TINY), "--set", f"data.source={student_data}"]
+    (tmp_path / "not-a-run").mkdir()
+    (tmp_path / "not-a-run" / "model.bin").write_bytes(b"\0" * 16)
+    (tmp_path / "junk.pt").write_text("not a checkpoint")
     cases = {
         "nobody": ([*base, "--teacher", "nobody"], "--teacher nobody: no run"),
+        "a directory": (
+            [*base, "--teacher", str(tmp_path / "not-a-run")],
+            "holds neither a checkpoint (*.pt) nor an exported model",
+        ),
+        "a file": (
+            [*base, "--teacher", str(tmp_path / "junk.pt")],
+            "give a trained run or an exported model directory",
+        ),
+        "resume nothing": (
+            [*base, "--teacher", "tiny", "--run", "new", "--resume"],
+            "--resume: run 'new' has no checkpoint",
+        ),
         "langs": (
             [*base, "--teacher", "tiny", "--set", "data.lang_src=fr"],
             "the teacher tiny translates en-it",
@@ -272,3 +292,51 @@ def test_a_resumed_student_whose_teacher_changed_is_refused(
     assert "was distilled from tiny (step 5, old.pt), but that teacher now has other weights" in (
         done.stderr
     )
+
+
+def test_an_empty_source_or_a_longer_partial_is_one_error(
+    teacher_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    teacher = torch_teacher(teacher_root, monkeypatch)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    with pytest.raises(DataError, match="empty.jsonl: no sentence pairs to translate"):
+        distilled_sources(teacher, student_config(empty), [str(empty)])
+
+    data = write_jsonl(tmp_path / "few.jsonl", make_pairs(12, seed=3))
+    config = student_config(data, f"data.store_dir={tmp_path / 'store'}")
+    [entry] = distilled_sources(teacher, config, [str(data)])
+    corpus = Path(entry["path"]).parent
+    lines = [t for _, t in iter_pairs_tsv(Path(entry["path"]))]
+    for name in (PAIRS, corpus_module.META):
+        (corpus / name).unlink()
+    (corpus / corpus_module.PARTIAL).write_text("".join(f"{t}\n" for t in lines * 2))
+    with pytest.raises(DataError, match="24 translations kept but .* has 12 pairs"):
+        distilled_sources(teacher, config, [str(data)])
+
+
+def test_damaged_records_are_one_line_errors(
+    teacher_root: Path, student_data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    teacher = torch_teacher(teacher_root, monkeypatch)
+    config = student_config(student_data, "distill.min_chrf=30")
+    [entry] = distilled_sources(teacher, config, [str(student_data)])
+    corpus = Path(entry["path"]).parent
+    [record] = corpus.glob("min_chrf-*.json")
+    record.write_text("{not json")
+    with pytest.raises(DataError, match="is damaged"):
+        distilled_sources(teacher, config, [str(student_data)])
+    (corpus / corpus_module.META).write_text("[1, 2]")
+    with pytest.raises(DataError, match=f"distilled corpus {corpus} is damaged"):
+        distilled_sources(teacher, config, [str(student_data)])
+
+
+def test_a_hub_corpus_is_keyed_by_its_configuration() -> None:
+    from translator.data.read import Source
+    from translator.distill.corpus import corpus_key
+
+    config = load_config(TINY)
+    hub = Source("hub", "opus_books")
+    datas = [dataclasses.replace(config.data, hub_config=name) for name in ("en-it", "en-fr", None)]
+    keys = {corpus_key("0" * 64, "torch", hub, data, config.decode) for data in datas}
+    assert len(keys) == 3

@@ -8,7 +8,8 @@ knowledge distillation, Kim & Rush 2016).
    entry keeping its weight; `distill.keep_original` adds the original pairs, `distill.min_chrf`
    puts the reference back where a translation scores below it.
 3. The student's run records its teacher (teacher.json, TensorBoard's text tab); a `--resume`
-   whose teacher has other weights than the recorded ones stops, as its data would be another.
+   whose teacher has other weights than the recorded ones stops, as its data would be another;
+   otherwise it trains on the data it started with (its prepared store) and translates nothing.
 """
 
 from __future__ import annotations
@@ -62,15 +63,26 @@ def distill_command(
             f"--run {paths.name} is the teacher's own run ({teacher.path}); name the student "
             "with --run NAME"
         )
+    recorded = None
     if resume is not None:
         _check_same_teacher(teacher, paths)
+        if resume == "latest" and not paths.latest.is_file():
+            raise ConfigError(
+                f"--resume: run {paths.name!r} has no checkpoint at {paths.latest}; start it "
+                "without --resume"
+            )
+        recorded = _recorded_sources(paths)
     elif paths.latest.is_file():  # before the corpus is translated, not after
         raise ConfigError(
             f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it with "
             "--resume, or distill another student with --run NEW_NAME"
         )
-    entries = _source_entries(config, config_path, overrides, teacher)
-    sources = distilled_sources(teacher, config, entries, device, progress=True)
+    if recorded is not None:  # the run's prepared store holds its data: nothing to translate
+        sources = recorded
+        log.info("resuming student %s on the distilled data it started with", paths.name)
+    else:
+        entries = _source_entries(config, config_path, overrides, teacher)
+        sources = distilled_sources(teacher, config, entries, device, progress=True)
     paths.make()
     write_teacher_record(paths.weights_dir, teacher.record())
     from translator.training.train import train_command
@@ -171,13 +183,23 @@ def _check_languages(teacher: Teacher, config: Config, config_path: Path) -> Non
         )
 
 
+def _recorded_sources(paths: RunPaths) -> Any:
+    """A student being resumed trains on the data it started with, which its prepared store
+    holds (even if the distilled corpus has been deleted since): its own config's data.source.
+    None when the run has no store yet."""
+    if not (paths.store_record.is_file() and paths.config.is_file()):
+        return None
+    return (read_yaml(paths.config).get("data") or {}).get("source")
+
+
 def _check_same_teacher(teacher: Teacher, paths: RunPaths) -> None:
     """A resumed student keeps its teacher: other weights would make other training data."""
     recorded = read_teacher_record(paths.weights_dir)
     if recorded is not None and recorded.get("sha256") != teacher.digest:
+        where = recorded.get("checkpoint") or recorded.get("path")
         raise ConfigError(
-            f"--resume: run {paths.name} was distilled from {recorded['teacher']} (step "
-            f"{recorded['step']}, {recorded['checkpoint'] or recorded['path']}), but that teacher "
+            f"--resume: run {paths.name} was distilled from {recorded.get('teacher')} (step "
+            f"{recorded.get('step')}, {where}), but that teacher "
             f"now has other weights ({teacher.describe()}); resume with the teacher it had, or "
             "distill a new student with --run NEW_NAME"
         )

@@ -27,6 +27,7 @@ from translator.config import DataConfig, DecodeConfig
 from translator.data.integrity import file_digest
 from translator.data.read import Pair, Source, iter_source
 from translator.errors import DataError, RunInUseError
+from translator.run.checkpoint import fsync_dir
 from translator.run.lock import run_lock
 
 log = logging.getLogger("translator")
@@ -46,6 +47,7 @@ def corpus_key(
         "engine": engine,
         "source": source.fingerprint(),
         "langs": [data.lang_src, data.lang_tgt],
+        **({"hub_config": data.hub_config} if source.kind == "hub" else {}),
         "decode": {k: v for k, v in asdict(decode).items() if k != "batch_size"},
     }
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
@@ -66,10 +68,12 @@ def open_distilled(path: Path) -> Path | None:
     meta_path = path / META
     if not meta_path.is_file():
         return None
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta = _read_meta(meta_path)
     pairs = path / PAIRS
     problem = None
-    if not pairs.is_file():
+    if not isinstance(meta.get("size"), int) or not isinstance(meta.get("sha256"), str):
+        problem = f"{META} does not say what was written"
+    elif not pairs.is_file():
         problem = f"{PAIRS} is missing"
     elif pairs.stat().st_size != meta["size"]:
         problem = f"{PAIRS} has {pairs.stat().st_size:,} bytes, {meta['size']:,} were written"
@@ -81,6 +85,19 @@ def open_distilled(path: Path) -> Path | None:
             "the distillation again to translate it anew"
         )
     return pairs
+
+
+def _read_meta(meta_path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise DataError(
+            f"the distilled corpus {meta_path.parent} is damaged ({META} is not what was "
+            "written); delete that directory and run the distillation again to translate it anew"
+        )
+    return meta
 
 
 def distil_source(
@@ -118,11 +135,18 @@ def _distil_locked(
 ) -> tuple[Path, dict[str, Any]]:
     done = open_distilled(path)
     if done is not None:
-        meta = json.loads((path / META).read_text(encoding="utf-8"))
-        return done, {"pairs": meta["pairs"], "translated": 0, "seconds": 0.0, "reused": True}
+        pairs = _read_meta(path / META).get("pairs", 0)
+        return done, {"pairs": pairs, "translated": 0, "seconds": 0.0, "reused": True}
     total = sum(1 for _ in iter_source(source, data))
+    if total == 0:
+        raise DataError(f"{source.name}: no sentence pairs to translate; give a corpus with pairs")
     partial = path / PARTIAL
     start = whole_lines(partial)
+    if start > total:
+        raise DataError(
+            f"{partial}: {start:,} translations kept but {source.name} has {total:,} pairs (it "
+            f"changed since); delete {path} and run the distillation again"
+        )
     translated, seconds = 0, 0.0
     if start < total:
         engine = translate()
@@ -191,20 +215,30 @@ def _finish(source: Source, data: DataConfig, path: Path, total: int) -> dict[st
         for src, out in zip(source_sentences(source, data), outputs, strict=False):
             f.write(f"{src}\t{out.rstrip(chr(10))}\n")
             count += 1
-    if count != total:
+        extra = sum(1 for _ in outputs)
+        _sync(f)
+    if count != total or extra:
         tmp.unlink()
         raise DataError(
-            f"{source.name}: {total:,} pairs were counted but {count:,} translated; the source "
-            "changed while it was translated: run the distillation again"
+            f"{source.name}: {total:,} pairs were counted but {count + extra:,} translated; the "
+            f"source changed while it was translated: delete {path} and run the distillation again"
         )
     tmp.replace(pairs)
     meta = {"format": FORMAT, "source": source.name, "pairs": count,
             "size": pairs.stat().st_size, "sha256": file_digest(pairs)}  # fmt: skip
     tmp_meta = path / f".{META}.tmp"
-    tmp_meta.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    with tmp_meta.open("w", encoding="utf-8") as f:
+        f.write(json.dumps(meta, indent=1) + "\n")
+        _sync(f)
     tmp_meta.replace(path / META)
+    fsync_dir(path)  # both names on disk before the translations they came from are removed
     partial.unlink()
     return meta
+
+
+def _sync(f: Any) -> None:
+    f.flush()
+    os.fsync(f.fileno())
 
 
 def iter_pairs_tsv(path: Path) -> Iterator[Pair]:

@@ -30,10 +30,13 @@ def filtered_pairs(
     name = f"min_chrf-{threshold:g}"
     path, record_path = corpus / f"{name}.tsv", corpus / f"{name}.json"
     if record_path.is_file():
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-        if path.is_file() and path.stat().st_size == record["size"]:
-            if file_digest(path) == record["sha256"]:
-                return path, record
+        try:
+            record = json.loads(record_path.read_text(encoding="utf-8"))
+            size, digest = record["size"], record["sha256"]
+        except (ValueError, KeyError, TypeError):
+            size = digest = None
+        if path.is_file() and path.stat().st_size == size and file_digest(path) == digest:
+            return path, record
         raise DataError(
             f"{path} is damaged (not the file written); delete it and {record_path.name} to "
             "filter again"

@@ -68,12 +68,23 @@ def find_teacher(given: str, weights_root: Path) -> Teacher:
         return _exported_teacher(path)
     key = f"--teacher {given}"
     todo = "train or export the teacher first, or give the path of its run or exported model"
+    run_dir = path if path.is_dir() else weights_root / given
+    if run_dir.is_dir() and not any(run_dir.glob("*.pt")):
+        raise CheckpointError(
+            f"{key}: {run_dir} holds neither a checkpoint (*.pt) nor an exported model "
+            f"({EXPORT_META}); give a trained run or a directory written by `translator export`"
+        )
     checkpoint, run_dir = locate_run(given, weights_root, key, todo)
     return _run_teacher(run_dir, checkpoint)
 
 
 def _run_teacher(run_dir: Path, checkpoint: Path) -> Teacher:
-    state = load_checkpoint(checkpoint)
+    try:
+        state = load_checkpoint(checkpoint)
+    except CheckpointError as exc:
+        raise CheckpointError(
+            f"--teacher {checkpoint}: {exc}; give a trained run or an exported model directory"
+        ) from None
     try:
         config = config_from_dict(state["config"], origin=f"{checkpoint} (config)")
         step = int(state["progress"]["step"])

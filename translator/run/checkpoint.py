@@ -49,7 +49,7 @@ def save_checkpoint(state: dict[str, Any], path: Path) -> None:
             f"could not write checkpoint {path}: {exc.strerror or exc}; {kept}; free some disk "
             "space or choose a writable weights directory"
         ) from None
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     _remove_stale_temps(path)
 
 
@@ -132,7 +132,8 @@ def _remove_stale_temps(path: Path) -> None:
             stale.unlink()
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make the names just written in `directory` durable (where the platform allows)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:

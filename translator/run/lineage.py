@@ -106,4 +106,13 @@ def _write_record(path: Path, record: dict[str, Any]) -> None:
 def _read_record(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        record = None
+    if not isinstance(record, dict):
+        raise CheckpointError(
+            f"{path} is damaged (not the JSON record written there); restore it, or delete it to "
+            "let the run go on without it"
+        )
+    return record

@@ -2,7 +2,7 @@
 
 runs/<name>/      TensorBoard events
 weights/<name>/   config.yaml, split.json, tokenizer_{src,tgt}.json, latest.pt, best.pt,
-                  parent.json (a run made from another run)
+                  parent.json (a run made from another run), teacher.json (a distilled one)
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from translator.run.average import AVERAGED, is_current
 from translator.run.checkpoint import BEST, EMA, LATEST
 
 PARENT_RECORD = "parent.json"
+"""The run this run was made from (train.init_from): run/lineage.py writes and reads it."""
 TEACHER_RECORD = "teacher.json"
 """A distilled run's teacher (`translator distill`): what made its training data."""
-"""The run this run was made from (train.init_from): run/lineage.py writes and reads it."""
 
 
 def check_run_name(name: str) -> None:

@@ -120,7 +120,10 @@ def main() -> None:
     teacher = args.teacher or f"{args.prefix}teacher"
     train_teacher(teacher, args.teacher_minutes, args.general, log)
     refs, distilled, said = train_students(teacher, args.prefix, args.minutes, args.source, log)
-    translated = re.search(r"([\d,]+) translated in (\d+) s \(([\d,]+) sentences/s", said)
+    translated = [  # one line per entry of data.source: sentences, seconds
+        (int(n.replace(",", "")), int(t))
+        for n, t in re.findall(r"([\d,]+) translated in (\d+) s \(", said)
+    ]
     runs = {"teacher": teacher, "refs": refs, "distilled": distilled}
     figures = {key: measure(name, args.dev, args.out, log) for key, name in runs.items()}
     shutil.copy(log, args.out / "commands.last.log")
@@ -136,9 +139,11 @@ def main() -> None:
               f"| {row['model_mb']:.2f} / {row['size_mb']:.2f} "
               f"| {row['start_s']:.2f} |")  # fmt: skip
     if translated:
-        print(f"corpus translated by the teacher: {translated.group(1)} sentences in "
-              f"{translated.group(2)} s ({translated.group(3)} sentences/s)")  # fmt: skip
-    print(json.dumps({"runs": runs, "figures": figures, "translated": said.strip()[-300:]}))
+        sentences, seconds = sum(n for n, _ in translated), sum(t for _, t in translated)
+        print(f"corpus translated by the teacher: {sentences:,} sentences in {seconds} s "
+              f"({sentences / max(seconds, 1):,.0f} sentences/s)")  # fmt: skip
+    accounts = [line for line in said.splitlines() if line.startswith("distilled ")]
+    print(json.dumps({"runs": runs, "figures": figures, "translated": accounts}))
     sys.stdout.flush()
 
 

@@ -340,3 +340,27 @@ def test_a_hub_corpus_is_keyed_by_its_configuration() -> None:
     datas = [dataclasses.replace(config.data, hub_config=name) for name in ("en-it", "en-fr", None)]
     keys = {corpus_key("0" * 64, "torch", hub, data, config.decode) for data in datas}
     assert len(keys) == 3
+
+
+def test_the_student_trains_on_every_thread_it_had_before_the_teacher_translated(
+    teacher_root: Path, student_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading CTranslate2 set torch's threads to 1, and the student trained on one core."""
+    pytest.importorskip("ctranslate2")
+    from translator.distill import command
+
+    seen: list[int] = []
+    monkeypatch.setattr(
+        "translator.training.train.train_command",
+        lambda *a, **k: seen.append(torch.get_num_threads()),
+    )
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        command.distill_command(
+            str(teacher_root / "ct2-int8"), TINY, [f"data.source={student_data}",
+            "distill.beam=2", f"data.store_dir={tmp_path / 'store'}"], "student", None, None,
+            tmp_path / "runs", tmp_path / "weights")  # fmt: skip
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [2]

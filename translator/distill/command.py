@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from translator.config import Config, DataConfig, apply_override, load_config, read_yaml
 from translator.data.read import resolve_sources
 from translator.data.store import store_root
@@ -82,7 +84,11 @@ def distill_command(
         log.info("resuming student %s on the distilled data it started with", paths.name)
     else:
         entries = _source_entries(config, config_path, overrides, teacher)
+        threads = torch.get_num_threads()
         sources = distilled_sources(teacher, config, entries, device, progress=True)
+        # Loading CTranslate2 sets this process's OpenMP threads to its own (1): the student
+        # then trained on one core, at 0.7x the tokens/s (bench_distill.py, 2 cores).
+        torch.set_num_threads(threads)
     paths.make()
     write_teacher_record(paths.weights_dir, teacher.record())
     from translator.training.train import train_command

@@ -28,6 +28,7 @@ from translator.data.integrity import file_digest
 from translator.data.read import Pair, Source, iter_source
 from translator.errors import DataError, RunInUseError
 from translator.run.checkpoint import fsync_dir
+from translator.run.lineage import read_json_object
 from translator.run.lock import run_lock
 
 log = logging.getLogger("translator")
@@ -88,11 +89,8 @@ def open_distilled(path: Path) -> Path | None:
 
 
 def _read_meta(meta_path: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        meta = None
-    if not isinstance(meta, dict):
+    meta = read_json_object(meta_path)
+    if meta is None:
         raise DataError(
             f"the distilled corpus {meta_path.parent} is damaged ({META} is not what was "
             "written); delete that directory and run the distillation again to translate it anew"

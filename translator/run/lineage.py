@@ -106,13 +106,20 @@ def _write_record(path: Path, record: dict[str, Any]) -> None:
 def _read_record(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        record = None
-    if not isinstance(record, dict):
+    record = read_json_object(path)
+    if record is None:
         raise CheckpointError(
             f"{path} is damaged (not the JSON record written there); restore it, or delete it to "
             "let the run go on without it"
         )
     return record
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in `path`, or None when the file holds anything else (damaged): the caller
+    says what that means in one line."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return record if isinstance(record, dict) else None

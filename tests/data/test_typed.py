@@ -21,6 +21,7 @@ from translator.data.typed import (
     choose_forms,
     form_counts,
     present,
+    present_drawn,
     title_case,
     unpunctuated,
     with_typos,
@@ -154,3 +155,44 @@ def test_a_change_to_the_forms_prepares_the_data_again(monkeypatch: pytest.Monke
     monkeypatch.setattr(store, "FORMS_VERSION", store.FORMS_VERSION + 1)
     assert store.config_ident(on) != before_on
     assert store.config_ident(off) == before_off
+
+
+def test_drawn_forms_take_their_shares_and_repeat_with_the_seed() -> None:
+    pairs = [("I saw Tom in Rome.", "Ho visto Tom a Roma.")] * 20_000
+    counts: dict[str, int] = {}
+    shown = list(present_drawn(pairs, SHARES, "7 swapped", 0.25, counts))
+    assert sum(counts.values()) >= sum(s != pairs[0] for s in shown)  # a typo may miss
+    for name in FORMS:
+        expected = SHARES[name] * len(pairs)
+        assert abs(counts[name] - expected) < 5 * np.sqrt(expected), name
+    assert ("i saw tom in rome", "Ho visto Tom a Roma.") in shown  # lower: the source only
+    assert ("I SAW TOM IN ROME.", "HO VISTO TOM A ROMA.") in shown
+    assert shown == list(present_drawn(pairs, SHARES, "7 swapped", 0.25, {}))
+    assert shown != list(present_drawn(pairs, SHARES, "8 swapped", 0.25, {}))
+
+
+def test_name_swapped_pairs_are_shown_as_typed_too(tmp_path) -> None:
+    """The extra pairs take the forms as the corpus's own do, and the data line counts them: a
+    lower-case name (`tom`) is learnt from them."""
+    names = ["Tom", "Mary", "Sami", "Layla", "John", "Emily"]
+    rng = random.Random(0)
+    pairs = [
+        (f"I saw {name} at the station {i}.", f"Ho visto {name} alla stazione {i}.")
+        for i, name in enumerate(rng.choice(names) for _ in range(400))
+    ]
+    corpus = write_jsonl(tmp_path / "c.jsonl", pairs)
+    config = load_config(
+        ROOT / "configs" / "tiny.yaml",
+        [f"data.source={corpus}", "data.noise={lower: 0.5}", "data.swap_names=1",
+         "tokenizer.kind=bpe", "tokenizer.vocab_size=300", "data.valid_size=20"],
+    )  # fmt: skip
+    store = prepare_store(config)
+    stats = store.stats()
+    src_tok, _ = store.tokenizers()
+    train = store.dataset("train")
+    shown = [decode_ids(src_tok, list(train[i]["encoder_input"])[1:-1]) for i in range(len(train))]
+    extras = shown[len(shown) - stats.name_swapped :]
+    assert stats.name_swapped > 300
+    lower = [s for s in extras if s == s.lower()]
+    assert 0.35 * len(extras) < len(lower) < 0.65 * len(extras)
+    assert stats.forms["lower"] == sum(s == s.lower() for s in shown)

@@ -22,11 +22,11 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from translator.data.casing import SENTENCE_ENDS
 from translator.data.read import Pair
 
 _WORD = re.compile(r"[^\W\d_]+")
 _NAME = re.compile(r"[^\W\d_][^\W\d_]+")
-_SENTENCE_ENDS = ".!?:\"'-"
 
 
 def _is_capitalised(word: str) -> bool:
@@ -54,7 +54,7 @@ def name_inventory(pairs: Iterable[Pair]) -> list[str]:
             elif _is_capitalised(word) and len(word) > 1:
                 order.setdefault(word)
                 before = src[: match.start()].rstrip()
-                if before and before[-1] not in _SENTENCE_ENDS:
+                if before and before[-1] not in SENTENCE_ENDS:
                     mid[word] += 1
                 if word in tgt_words:
                     copied.add(word)

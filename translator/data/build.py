@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from translator.config import Config, TokenizerConfig
 from translator.data.augment import iter_joined, iter_swapped
+from translator.data.casing import learn_casing
 from translator.data.clean import (
     FilterStats,
     first_occurrences,
@@ -46,7 +47,7 @@ from translator.data.store import (
     store_root,
 )
 from translator.data.tokenizer import train_tokenizer
-from translator.data.typed import choose_forms, form_counts
+from translator.data.typed import choose_forms, form_counts, present_drawn
 from translator.errors import DataError, TranslatorError
 
 log = logging.getLogger("translator")
@@ -138,6 +139,9 @@ def _build(
     tokenizers = given.tokenizers or train_tokenizers(corpus, ~valid, config)
     writer.set_vocab_size(max(t.get_vocab_size() for t in tokenizers))
     phases.done("tokenizers")
+    sample = _sample(~valid, config.tokenizer.train_sample, config.train.seed)
+    casing = learn_casing(src for src, _ in corpus.subset(sample))
+    phases.done("casing")
     valid_pairs = _encode(corpus, valid, tokenizers, config, writer, stats, phases)
     if writer.counts["train"] == 0:
         raise DataError(
@@ -146,7 +150,7 @@ def _build(
         )
     meta = {"key": key, "ident": ident, "given": given.fingerprint(), "n_pairs": n_pairs,
             "stats": dataclasses.asdict(stats), "seconds": phases.seconds}  # fmt: skip
-    store = writer.commit(meta, tokenizers, valid_pairs, np.flatnonzero(valid))
+    store = writer.commit(meta, tokenizers, valid_pairs, np.flatnonzero(valid), casing)
     phases.done("write")
     log.info("phases: %s", ", ".join(f"{k} {v:.1f} s" for k, v in phases.seconds.items()))
     return store
@@ -296,6 +300,7 @@ def _encode(
         for k in entries:
             mask, seed = _of_entry(~valid, of_kept, k, config.train.seed)
             swapped = iter_swapped(corpus.subset(mask), copies, seed, names_from)
+            swapped = _typed(swapped, config, f"{seed} swapped", stats)
             for chunk, src, tgt, keep in encode_ahead(chunks(swapped, CHUNK), *tokenizers, max_len):
                 append_train(chunk, src, tgt, keep, _same_entry(k, len(keep)))
                 stats.name_swapped += len(keep)
@@ -304,11 +309,20 @@ def _encode(
         for k in entries:
             mask, seed = _of_entry(~valid, of_kept, k, config.train.seed)
             joined = iter_joined(corpus.subset(mask), config.data.join_pairs, seed)
+            joined = _typed(joined, config, f"{seed} joined", stats)
             for chunk, src, tgt, keep in encode_ahead(chunks(joined, CHUNK), *tokenizers, max_len):
                 append_train(chunk, src, tgt, keep, _same_entry(k, len(keep)))
                 stats.joined += len(keep)
         phases.done("joined pairs + encode")
     return valid_pairs
+
+
+def _typed(pairs: Iterator[Pair], config: Config, seed: str, stats: FilterStats) -> Iterator[Pair]:
+    """Extra pairs in the forms of `data.noise`, counted in the data line (as written without)."""
+    cfg = config.data
+    if not cfg.noise:
+        return pairs
+    return present_drawn(pairs, cfg.noise, seed, cfg.typo_words, stats.forms)
 
 
 def _of_entry(

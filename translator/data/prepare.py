@@ -25,6 +25,7 @@ from tokenizers import Tokenizer
 from translator.config import Config
 from translator.data.batching import BilingualDataset, weighted_count
 from translator.data.build import prepare_store
+from translator.data.casing import CASING_FILE
 from translator.data.clean import FilterStats
 from translator.data.integrity import StoreDamaged, discard_damaged
 from translator.data.read import Pair
@@ -154,6 +155,9 @@ def _record(paths: RunPaths, store: Store) -> None:
     for side in ("src", "tgt"):
         if not paths.tokenizer(side).is_file():
             shutil.copy(store.path / f"tokenizer_{side}.json", paths.tokenizer(side))
+    casing = paths.weights_dir / CASING_FILE  # learnt from this run's data, not a parent's
+    if (store.path / CASING_FILE).is_file() and not casing.is_file():
+        shutil.copy(store.path / CASING_FILE, casing)
     if not paths.split.is_file():
         n_pairs = store.meta["n_pairs"]
         record = {"n_pairs": n_pairs, "seed": store.meta["ident"]["seed"]}

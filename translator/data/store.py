@@ -41,6 +41,7 @@ from tokenizers import Tokenizer
 
 from translator.config import Config
 from translator.data.batching import BilingualDataset, Sequences
+from translator.data.casing import CASING_FILE, save_casing
 from translator.data.clean import FilterStats
 from translator.data.hub import writable_dir
 from translator.data.integrity import (
@@ -285,6 +286,7 @@ class StoreWriter:
         tokenizers: tuple[Tokenizer, Tokenizer],
         valid_pairs: list[Pair],
         valid_positions: np.ndarray,
+        casing: dict[str, str] | None = None,
     ) -> Store:
         """Write the rest, then rename the folder into place (or use one a concurrent writer
         committed first)."""
@@ -296,6 +298,8 @@ class StoreWriter:
                 f.close()
             for side, tok in zip(SIDES, tokenizers, strict=True):
                 save_tokenizer(tok, self.tmp / f"tokenizer_{side}.json")
+            if casing is not None:
+                save_casing(casing, self.tmp / CASING_FILE)
             text = "".join(f"{s}\t{t}\n" for s, t in valid_pairs)
             (self.tmp / "valid.tsv").write_text(text, encoding="utf-8")
             np.save(self.tmp / "split.npy", valid_positions.astype(np.int64))

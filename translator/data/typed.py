@@ -31,9 +31,10 @@ import numpy as np
 from translator.config.data import NOISE_FORMS
 from translator.data.read import Pair
 
-FORMS_VERSION = 2
+FORMS_VERSION = 3
 """Part of a prepared store's key when `data.noise` is on: raised whenever a form changes what it
-does (2: `lower` and `title` change the source only), so no store of the old forms is reused."""
+does (2: `lower` and `title` change the source only; 3: the name-swapped and joined pairs take
+forms too), so no store of the old forms is reused."""
 FORMS = NOISE_FORMS
 """A pair's form is 1 + its index here (0: as written)."""
 _CHUNK = 1 << 20
@@ -71,17 +72,43 @@ def present(
     give the same text every time: the tokenizers and the encoder read one stream twice."""
     rng = random.Random(seed)
     codes = (int(c) for at in range(0, len(forms), _CHUNK) for c in forms[at : at + _CHUNK])
-    for (src, tgt), code in zip(pairs, codes, strict=False):
-        if code == 0:
-            yield src, tgt
-        elif code == 1:
-            yield src.upper(), tgt.upper()
-        elif code == 2:
-            yield unpunctuated(src.lower()), tgt
-        elif code == 3:
-            yield title_case(src), tgt
-        else:
-            yield with_typos(src, rng, typo_words), tgt
+    for pair, code in zip(pairs, codes, strict=False):
+        yield in_form(pair, code, rng, typo_words)
+
+
+def present_drawn(
+    pairs: Iterable[Pair], shares: dict[str, float], seed: str, typo_words: float,
+    counts: dict[str, int],
+) -> Iterator[Pair]:  # fmt: skip
+    """Extra pairs (name-swapped, joined), made while the store is written, each in a form drawn
+    as it comes with `seed`: each form takes its share of them, as of the corpus's own pairs.
+    `counts` (form -> pairs) adds up what each took. A name-swapped pair is where the model
+    learns that `tom` is Tom: as written only, a lower-case name came out as a word (`la tomba`)."""
+    draw, rng = random.Random(f"{seed} forms"), random.Random(f"{seed} typos")
+    edges, edge = [], 0.0
+    for name in FORMS:
+        edge += shares.get(name, 0.0)
+        edges.append(edge)
+    for pair in pairs:
+        u = draw.random()
+        code = next((n for n, edge in enumerate(edges, start=1) if u < edge), 0)
+        if code:
+            counts[FORMS[code - 1]] = counts.get(FORMS[code - 1], 0) + 1
+        yield in_form(pair, code, rng, typo_words)
+
+
+def in_form(pair: Pair, code: int, rng: random.Random, typo_words: float) -> Pair:
+    """`pair` in form `code` (0: as written; else 1 + its index in `FORMS`)."""
+    src, tgt = pair
+    if code == 0:
+        return pair
+    if code == 1:
+        return src.upper(), tgt.upper()
+    if code == 2:
+        return unpunctuated(src.lower()), tgt
+    if code == 3:
+        return title_case(src), tgt
+    return with_typos(src, rng, typo_words), tgt
 
 
 def unpunctuated(text: str) -> str:

@@ -1,0 +1,82 @@
+"""The usual case of each word, for text typed without capitals (`decode.truecase`).
+
+A subtitle or book corpus writes `Tom`, `I` and `French` with capitals, so a model trained on it
+reads `tom` as a rare word: `is tom also coming` came out as `La tomba sta arrivando`. When the
+data is prepared, the source side of the tokenizers' sample is counted: each word written where
+no sentence starts, in each of its forms. A word written with capitals more than twice as often
+as without goes in the table (`tom` -> `Tom`, `i` -> `I`, `tv` -> `TV`); one often written in
+lower case (`will`, `bill`) does not. The table is saved beside the tokenizers (casing.json,
+in the store, the run directory and an export); a sentence with no capital letter is given the
+table's capitals and a capital first letter before it is translated, and so is one in all
+capitals (`decode.recase`) before its translation is written in capitals again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from translator.errors import CheckpointError
+
+CASING_FILE = "casing.json"
+SENTENCE_ENDS = ".!?:\"'-"
+"""A word after one of these (or first in its text) may be capitalised for the sentence's sake."""
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def learn_casing(texts: Iterable[str]) -> dict[str, str]:
+    """Lower-case word -> its usual form, for the words `texts` write with capitals more than
+    twice as often as without, where no sentence starts."""
+    lower: Counter[str] = Counter()
+    cased: dict[str, Counter[str]] = {}
+    for text in texts:
+        for match in _WORD.finditer(text):
+            word = match.group()
+            if word.islower():
+                lower[word] += 1
+                continue
+            before = text[: match.start()].rstrip()
+            if before and before[-1] not in SENTENCE_ENDS:
+                cased.setdefault(word.lower(), Counter())[word] += 1
+    table = {}
+    for key, forms in cased.items():
+        form, n = forms.most_common(1)[0]
+        if n > 2 * lower[key]:
+            table[key] = form
+    return dict(sorted(table.items()))
+
+
+def truecase(text: str, table: dict[str, str]) -> str:
+    """`text` (in lower case) with each word in its usual form and its first letter capitalised:
+    `is tom also coming` -> `Is Tom also coming`."""
+    cased = _WORD.sub(lambda m: table.get(m.group(), m.group()), text)
+    first = next((n for n, c in enumerate(cased) if c.isalpha()), None)
+    if first is None:
+        return cased
+    return cased[:first] + cased[first].upper() + cased[first + 1 :]
+
+
+def save_casing(table: dict[str, str], path: Path) -> None:
+    path.write_text(json.dumps(table, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
+
+
+def load_casing(directory: Path) -> dict[str, str] | None:
+    """The table saved in `directory`, or None where there is none (made before it existed)."""
+    path = directory / CASING_FILE
+    if not path.is_file():
+        return None
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        table = None
+    if not isinstance(table, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+    ):
+        raise CheckpointError(
+            f"{path}: not a casing table (a JSON object of words); delete it to translate "
+            "without one, or copy it again from the run's prepared data"
+        )
+    return table

@@ -23,7 +23,13 @@ from translator.inference.predict import (
     load_model,
     translate_sentences,
 )
-from translator.inference.text import encode_sources, guard_size, repeats_ngram
+from translator.inference.text import (
+    encode_sources,
+    guard_size,
+    longest_run,
+    repeats_ngram,
+    run_limit,
+)
 from translator.metrics import corpus_scores
 from translator.model.transformer import build_model
 
@@ -112,6 +118,43 @@ def test_the_repeat_guard_is_the_same_rule_in_both_engines(tmp_path: Path, beam:
             assert not repeats_ngram(out, guard_size(src, 2)), (src, out)
         assert sum(g != o for g, o in zip(guarded, loose, strict=True)) > 10  # the guard acted
     assert guard_size(sources[-1], 2) > 2  # the source that repeats itself has a looser guard
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_the_run_limit_holds_in_both_engines(tmp_path: Path, beam: int) -> None:
+    """A random model drawn to one token writes it many times in a row; with `decode.max_run`
+    neither engine lets a token follow itself more often (CTranslate2 decodes the outputs that
+    did again, with such runs suppressed), and greedy outputs agree."""
+    loaded = random_model(tmp_path)
+    with torch.no_grad():
+        loaded.model.output.bias[10] += 3.0
+    export_model(loaded, tmp_path / "ct2", "float32")
+    exported = load_exported(tmp_path / "ct2", threads=1)
+    sources = encode_sources(loaded.src_tokenizer, SOURCES[:60], 100)
+    outputs: dict[tuple[int, str], list[list[int]]] = {}
+    for r in (0, 2):
+        decode = dataclasses.replace(
+            loaded.config.decode, max_len_a=3.0, no_repeat_ngram=4, max_run=r
+        )
+        exported.config = dataclasses.replace(exported.config, decode=decode)
+        outputs[r, "torch"] = decode_in_batches(loaded.model, sources, decode, CPU, beam)
+        outputs[r, "ct2"] = engine.decode_exported(exported, sources, beam)
+        if beam == 1:
+            assert agreement(outputs[r, "ct2"], outputs[r, "torch"]) >= 0.95
+    for which in ("torch", "ct2"):
+        guarded, loose = outputs[2, which], outputs[0, which]
+        assert sum(longest_run(out) > 2 for out in loose) > 10  # runs to stop
+        for out, src in zip(guarded, sources, strict=True):
+            assert longest_run(out) <= run_limit(src, 2), (src, out)
+
+
+@pytest.mark.parametrize("joint", [True, False])
+def test_a_shared_tokenizer_is_exported_once(tmp_path: Path, joint: bool) -> None:
+    loaded = random_model(tmp_path, joint=joint, tie_embeddings=joint)
+    export_model(loaded, tmp_path / "ct2", "int8")
+    assert (tmp_path / "ct2" / "tokenizer_tgt.json").exists() is not joint
+    exported = load_exported(tmp_path / "ct2", threads=1)
+    assert exported.tgt_tokenizer.to_str() == loaded.tgt_tokenizer.to_str()
 
 
 def test_an_unmapped_option_is_refused_in_one_line() -> None:
@@ -246,6 +289,22 @@ def test_exported_config_keeps_the_run_decoding_settings(trained: Path) -> None:
     assert isinstance(exported.config, Config)
     assert exported.config.decode == run_config.decode
     assert exported.quantization == "int8" and exported.run == "tiny"
+
+
+def test_the_casing_table_travels_with_the_run_and_both_engines_use_it(trained: Path) -> None:
+    """casing.json is learnt when the data is prepared, copied into the run and the export; a
+    sentence typed without capitals reaches either engine with the table's capitals."""
+    loaded = load_model(trained / "weights/tiny/best.pt", trained / "weights/tiny", CPU)
+    exported = load_exported(trained / "ct2-float32", 1)
+    assert loaded.casing is not None and loaded.casing == exported.casing
+    assert (trained / "ct2-float32" / "casing.json").is_file()
+    typed, cased = ["one two three ."], ["One Two three ."]
+    table = {"two": "Two"}  # the toy language has no capitals: a table of our own
+    for model, translate in ((loaded, translate_sentences), (exported, translate_exported)):
+        model.casing = table
+        with_table = translate(model, typed, beam=1)
+        model.casing = None
+        assert with_table == translate(model, cased, beam=1) != translate(model, typed, beam=1)
 
 
 def test_mbr_chooses_alike_with_both_engines(trained: Path) -> None:

@@ -107,7 +107,7 @@ def test_beam_of_one_equals_greedy(eos_bias: float):
 def test_translate_ids_dispatches_on_the_beam():
     model, src = make_model(), make_src(LENGTHS)
     cfg = DecodeConfig(
-        no_repeat_ngram=0, beam=3, alpha=0.6, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B
+        no_repeat_ngram=0, max_run=0, beam=3, alpha=0.6, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B
     )
     assert translate_ids(model, src, cfg, beam=1) == greedy_decode(model, src, MAX_LEN_A, MAX_LEN_B)
     assert translate_ids(model, src, cfg) == beam_search(model, src, 3, 0.6, MAX_LEN_A, MAX_LEN_B)
@@ -117,14 +117,17 @@ def test_translate_ids_dispatches_on_the_beam():
 def test_batched_equals_one_by_one(beam: int):
     model, src = make_model(), make_src(LENGTHS)
     together = translate_ids(
-        model, src, DecodeConfig(no_repeat_ngram=0, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B), beam
+        model,
+        src,
+        DecodeConfig(no_repeat_ngram=0, max_run=0, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B),
+        beam,
     )
     for row, n in enumerate(LENGTHS):
         alone = src[row : row + 1, : n + 2]  # without the batch's padding
         one = translate_ids(
             model,
             alone,
-            DecodeConfig(no_repeat_ngram=0, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B),
+            DecodeConfig(no_repeat_ngram=0, max_run=0, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B),
             beam,
         )
         assert one == [together[row]], f"sentence {row}"
@@ -132,7 +135,7 @@ def test_batched_equals_one_by_one(beam: int):
 
 @pytest.mark.parametrize("beam", [1, 4])
 def test_outputs_stop_at_eos_and_within_the_budget(beam: int):
-    cfg = DecodeConfig(no_repeat_ngram=0, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B)
+    cfg = DecodeConfig(no_repeat_ngram=0, max_run=0, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B)
     src = make_src(LENGTHS)
     # [EOS] certain: every output is empty.
     assert translate_ids(make_model(eos_bias=1e3), src, cfg, beam) == [[]] * len(LENGTHS)
@@ -227,10 +230,15 @@ def unk_favoured_model() -> Transformer:
 def test_ban_unk_removes_unk(beam: int):
     model, src = unk_favoured_model(), make_src(LENGTHS)
     shown = translate_ids(
-        model, src, DecodeConfig(no_repeat_ngram=0, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B), beam
+        model,
+        src,
+        DecodeConfig(no_repeat_ngram=0, max_run=0, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B),
+        beam,
     )
     assert sum(o.count(UNK_ID) for o in shown) > len(LENGTHS)
-    cfg = DecodeConfig(no_repeat_ngram=0, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B, ban_unk=True)
+    cfg = DecodeConfig(
+        no_repeat_ngram=0, max_run=0, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B, ban_unk=True
+    )
     banned = translate_ids(model, src, cfg, beam)
     assert all(UNK_ID not in o for o in banned)
     assert sum(map(len, banned)) > 0

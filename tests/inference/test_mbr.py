@@ -63,7 +63,13 @@ def test_mbr_choice_returns_ids_and_handles_one_or_no_candidate() -> None:
 
 def _cfg(beam: int) -> DecodeConfig:
     return DecodeConfig(
-        beam=beam, alpha=0.6, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B, mbr=True, no_repeat_ngram=0
+        beam=beam,
+        alpha=0.6,
+        max_len_a=MAX_LEN_A,
+        max_len_b=MAX_LEN_B,
+        mbr=True,
+        no_repeat_ngram=0,
+        max_run=0,
     )
 
 
@@ -88,7 +94,7 @@ def test_mbr_with_indistinguishable_texts_is_beam_search() -> None:
 def test_mbr_is_off_for_greedy_and_needs_the_texts() -> None:
     model, src = make_model(), make_src(LENGTHS)
     greedy = translate_ids(model, src, _cfg(4), beam=1)  # no texts needed: nothing to choose
-    plain = DecodeConfig(max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B, no_repeat_ngram=0)
+    plain = DecodeConfig(max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B, no_repeat_ngram=0, max_run=0)
     assert greedy == translate_ids(model, src, plain)
     with pytest.raises(ValueError, match="detokenize"):
         translate_ids(model, src, _cfg(4))

@@ -248,11 +248,21 @@ class DecodeConfig:
     """A sentence typed all in capitals is translated as if written in sentence case, and its
     translation written in capitals: capitals are rare in any corpus, and its subword pieces
     are other pieces than the lower-case ones (`THE MEETING IS CANCELLED.` loops without)."""
+    truecase: bool = True
+    """A sentence typed with no capital letter (`is tom also coming`) is translated with the
+    capitals the training data gives its words (`Is Tom also coming`: casing.json, learnt when
+    the data is prepared), as is one typed in capitals; a run without casing.json skips it."""
     no_repeat_ngram: int = 4
     """A guard against runaway output: no output repeats a sequence of this many tokens (a
     source that repeats a longer one itself, as `ha ha ha ha`, lets its output repeat one token
     longer than that); a loop such as `ELLELLELL...` ends instead of filling the length budget.
     0 turns it off (CTranslate2's `no_repeat_ngram_size`: the same rule in both engines)."""
+    max_run: int = 3
+    """A second guard: no token follows itself more than this many times in a row (a source with
+    a longer run of one token, as `ha ha ha ha`, lets its output have as long a run). The n-gram
+    guard alone lets a piece come 4 times and a fifth start with it: `ig ig ig ig iger`. 0 turns
+    it off. CTranslate2 decodes the rare output that holds a longer run again with the runs of
+    every token suppressed (`suppress_sequences`), so clean input costs nothing."""
 
     def validate(self) -> None:
         positive(self, "decode", "beam", "max_len_a", "batch_size")
@@ -261,6 +271,10 @@ class DecodeConfig:
             raise ConfigError(
                 f"decode.no_repeat_ngram must be 0 (off) or 2 or more tokens, got "
                 f"{self.no_repeat_ngram}"
+            )
+        if self.max_run < 0 or self.max_run == 1:
+            raise ConfigError(
+                f"decode.max_run must be 0 (off) or 2 or more tokens in a row, got {self.max_run}"
             )
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from translator.config import ModelConfig
+from translator.data.casing import CASING_FILE, save_casing
 from translator.data.tokenizer import save_tokenizer
 from translator.errors import ConfigError, TranslatorError
 from translator.export.engine import META_FILE, import_ctranslate2
@@ -170,7 +171,12 @@ def export_model(loaded: LoadedModel, output: Path, quantization: str = "int8") 
         tmp.mkdir(parents=True)
         spec.save(str(tmp))
         save_tokenizer(loaded.src_tokenizer, tmp / "tokenizer_src.json")
-        save_tokenizer(loaded.tgt_tokenizer, tmp / "tokenizer_tgt.json")
+        # One vocabulary for both languages (tokenizer.shared) is written once; the engine reads
+        # tokenizer_src.json for both sides when there is no tokenizer_tgt.json.
+        if loaded.tgt_tokenizer.to_str() != loaded.src_tokenizer.to_str():
+            save_tokenizer(loaded.tgt_tokenizer, tmp / "tokenizer_tgt.json")
+        if loaded.casing is not None:
+            save_casing(loaded.casing, tmp / CASING_FILE)
         split = loaded.checkpoint.parent / "split.json"  # for `validate --model DIR`
         if split.is_file():
             shutil.copy(split, tmp / "split.json")

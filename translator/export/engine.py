@@ -20,10 +20,11 @@ from tokenizers import Tokenizer
 
 from translator.config import Config, apply_override, config_from_dict
 from translator.cpu import has_int8_dot_product
+from translator.data.casing import load_casing
 from translator.data.tokenizer import decode_ids, load_tokenizer
 from translator.errors import CheckpointError, ConfigError, TranslatorError
 from translator.inference.mbr import mbr_choice
-from translator.inference.text import guard_size, translate_texts
+from translator.inference.text import guard_size, longest_run, run_limit, translate_texts
 
 log = logging.getLogger("translator")
 
@@ -60,6 +61,7 @@ class ExportedModel:
     step: int
     quantization: str
     compute_type: str = "default"  # "float32": int8 weights widened at load (cpu_compute_type)
+    casing: dict[str, str] | None = None  # casing.json, as the run's (None: exported before it)
 
     @property
     def arithmetic(self) -> str:
@@ -101,7 +103,8 @@ def load_exported(path: Path, threads: int | None = None) -> ExportedModel:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         config = config_from_dict(meta["config"], origin=str(meta_path))
         src_tok = load_tokenizer(path / "tokenizer_src.json")
-        tgt_tok = load_tokenizer(path / "tokenizer_tgt.json")
+        tgt_path = path / "tokenizer_tgt.json"  # none: one tokenizer for both languages
+        tgt_tok = load_tokenizer(tgt_path) if tgt_path.exists() else src_tok
         threads = threads or int(os.environ.get("OMP_NUM_THREADS", 0) or 0) or os.cpu_count()
         quantization = str(meta.get("quantization", "?"))
         compute = cpu_compute_type(quantization)
@@ -136,6 +139,7 @@ def load_exported(path: Path, threads: int | None = None) -> ExportedModel:
         int(meta.get("step", 0)),
         quantization,
         compute,
+        load_casing(path),
     )
 
 
@@ -147,12 +151,23 @@ def output_limit(n_source_words: int, config: Config) -> int:
 
 
 def queue_batch(
-    model: ExportedModel, tokens: list[list[str]], max_length: int, beam: int, guard: int = 0
+    model: ExportedModel,
+    tokens: list[list[str]],
+    max_length: int,
+    beam: int,
+    guard: int = 0,
+    max_run: int = 0,
 ) -> Any:
     """Queue one batch of source tokens on CTranslate2's workers; its results, one per sentence,
     to wait for. `max_length`: the output budget of the batch's longest sentence; `guard`: the
-    repeat guard of its sentences (`guard_size`; 0: off)."""
+    repeat guard of its sentences (`guard_size`; 0: off); `max_run`: with it, no token follows
+    itself more than that many times in a row (0: CTranslate2 is not asked)."""
     dec = model.config.decode
+    # CTranslate2 has no run limit: a run one longer than allowed, of every token, is suppressed.
+    # It compares each with each hypothesis at every step, so it is asked only where needed.
+    runs = None
+    if max_run:
+        runs = [[t] * (max_run + 1) for t in model.tgt_ids]
     return model.translator.translate_batch(
         tokens,
         asynchronous=True,
@@ -164,6 +179,7 @@ def queue_batch(
         disable_unk=dec.ban_unk,
         num_hypotheses=beam if dec.mbr else 1,
         no_repeat_ngram_size=guard,
+        suppress_sequences=runs,
     )
 
 
@@ -197,22 +213,44 @@ def decode_exported(
         for group in groups
         for start in range(0, len(group), size)
     ]
+    hypotheses = _decode_pieces(model, sources, pieces, beam)
+    # The rare output with too long a run of one token is decoded again, alone, with every such
+    # run suppressed: the outputs of a search that bans runs as it goes (greedy: exactly those).
+    runs = [run_limit(s, dec.max_run) for s in sources]
+    again = [
+        ([i], guards[i], runs[i])
+        for i, hyps in hypotheses.items()
+        if runs[i] and any(longest_run(h) > runs[i] for h in hyps)
+    ]
+    hypotheses.update(_decode_pieces(model, sources, again, beam))
+    return [
+        mbr_choice(hypotheses[i], detokenize) if dec.mbr else hypotheses[i][0]
+        for i in range(len(sources))
+    ]
+
+
+def _decode_pieces(
+    model: ExportedModel, sources: list[list[int]], pieces: list[tuple], beam: int
+) -> dict[int, list[list[int]]]:
+    """The hypotheses (ids) of each sentence of `pieces`, by its row in `sources`. A piece: the
+    rows of its sentences, their repeat guard and, optionally, their run limit; all are queued
+    at once."""
     queued = []
-    for rows, guard in pieces:
+    for rows, guard, *run in pieces:
         limits = [output_limit(len(sources[i]) - 2, model.config) for i in rows]
         tokens = [[model.src_tokens[t] for t in sources[i]] for i in rows]
-        queued.append((rows, limits, queue_batch(model, tokens, max(limits), beam, guard)))
-    outputs: list[list[int]] = [[] for _ in sources]
+        batch = queue_batch(model, tokens, max(limits), beam, guard, *run)
+        queued.append((rows, limits, batch))
+    found: dict[int, list[list[int]]] = {}
     unk = model.tgt_ids.get("[UNK]", 0)
     for rows, limits, results in queued:
         for i, limit, result in zip(rows, limits, results, strict=True):
             # One budget per batch in CTranslate2: cut each to its own (greedy: exactly the same).
-            hypotheses = [
+            found[i] = [
                 [model.tgt_ids.get(t, unk) for t in tokens[:limit]]
                 for tokens in result.result().hypotheses
             ]
-            outputs[i] = mbr_choice(hypotheses, detokenize) if dec.mbr else hypotheses[0]
-    return outputs
+    return found
 
 
 def translate_exported(
@@ -227,6 +265,7 @@ def translate_exported(
         lambda sources: decode_exported(model, sources, beam),
         first_line,
         recase=model.config.decode.recase,
+        casing=model.casing if model.config.decode.truecase else None,
     )
 
 

@@ -11,7 +11,7 @@ import torch
 
 from translator.config import DecodeConfig
 from translator.inference.mbr import mbr_choice
-from translator.inference.text import guard_size
+from translator.inference.text import guard_size, run_limit
 from translator.model.transformer import Transformer, reorder_cache
 from translator.specials import EOS_ID, PAD_ID, SOS_ID, UNK_ID
 
@@ -29,6 +29,24 @@ def guard_sizes(src: torch.Tensor, n: int) -> torch.Tensor:
     """(B,) the repeat guard of each source of a (B, S) batch (`guard_size`; 0: off)."""
     sizes = [guard_size(row, n) for row in _real_tokens(src)] if n >= 2 else [0] * src.size(0)
     return torch.tensor(sizes, dtype=torch.long, device=src.device)
+
+
+def run_limits(src: torch.Tensor, r: int) -> torch.Tensor:
+    """(B,) the longest run of one token each output of a (B, S) batch may hold (`run_limit`)."""
+    sizes = [run_limit(row, r) for row in _real_tokens(src)] if r >= 1 else [0] * src.size(0)
+    return torch.tensor(sizes, dtype=torch.long, device=src.device)
+
+
+def ban_runs_(scores: torch.Tensor, prefix: torch.Tensor, limits: torch.Tensor) -> None:
+    """Set to -inf, in place, each row's score (R, V) for the token that would make the run its
+    prefix (R, 1 + t; [SOS] first) ends with longer than the row's limit (R,; 0: off)."""
+    generated = prefix[:, 1:]
+    for limit in limits.unique().tolist():
+        if limit < 1 or generated.size(1) < limit:
+            continue
+        tail = generated[:, -limit:]
+        at_limit = ((tail == tail[:, -1:]).all(dim=1) & (limits == limit)).nonzero().squeeze(1)
+        scores[at_limit, tail[at_limit, -1]] = -math.inf
 
 
 def _real_tokens(src: torch.Tensor) -> list[list[int]]:
@@ -66,6 +84,7 @@ def greedy_decode(
     *,
     ban_unk: bool = False,
     no_repeat_ngram: int = 0,
+    max_run: int = 0,
 ) -> list[list[int]]:
     """Greedy outputs (ids, without [SOS]/[EOS]) for a (B, S) source batch.
 
@@ -73,7 +92,8 @@ def greedy_decode(
     quarter of it has finished: compacting the cache at every finished row costs more than it saves.
     `use_cache=False` recomputes the whole prefix at every step (the slow reference). With `ban_unk`
     [UNK] is never chosen; with `no_repeat_ngram` no output repeats that many tokens, or more
-    where its source repeats as many (`guard_size`).
+    where its source repeats as many (`guard_size`); with `max_run` no token follows itself more
+    than that many times in a row, or more where its source does (`run_limit`).
     """
     was_training = model.training
     model.eval()
@@ -86,6 +106,7 @@ def greedy_decode(
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (b,) rows already done
     outputs: list[list[int]] = [[] for _ in range(B)]
     guards = guard_sizes(src, no_repeat_ngram)  # (b,) each row's repeat guard
+    runs = run_limits(src, max_run)  # (b,) each row's longest run of one token
     for step in range(int(limits.max())):
         step_input = prefix[:, -1:] if use_cache else prefix
         hidden = model.decode(step_input, memory, src_mask, cache)[:, -1]  # (b, D)
@@ -93,6 +114,7 @@ def greedy_decode(
         if ban_unk:
             logits[:, UNK_ID] = -math.inf
         ban_repeats_by_row_(logits, prefix, guards)
+        ban_runs_(logits, prefix, runs)
         next_ids = logits.argmax(dim=-1)  # (b,)
         ended = next_ids == EOS_ID
         for row, token, skip in zip(
@@ -108,7 +130,7 @@ def greedy_decode(
             keep = (~finished).nonzero().squeeze(1)
             rows, memory, src_mask = rows[keep], memory[keep], src_mask[keep]
             next_ids, prefix, finished = next_ids[keep], prefix[keep], finished[keep]
-            guards = guards[keep]
+            guards, runs = guards[keep], runs[keep]
             if cache is not None:
                 cache = reorder_cache(cache, keep)
         prefix = torch.cat([prefix, next_ids[:, None]], dim=1)
@@ -129,7 +151,11 @@ def translate_ids(
     chrF against the others (`translator.mbr`); `detokenize` gives their text.
     """
     beam = cfg.beam if beam is None else beam
-    guards = {"ban_unk": cfg.ban_unk, "no_repeat_ngram": cfg.no_repeat_ngram}
+    guards = {
+        "ban_unk": cfg.ban_unk,
+        "no_repeat_ngram": cfg.no_repeat_ngram,
+        "max_run": cfg.max_run,
+    }
     if beam == 1:
         return greedy_decode(model, src, cfg.max_len_a, cfg.max_len_b, **guards)
     if not cfg.mbr:
@@ -171,11 +197,12 @@ def beam_search(
     *,
     ban_unk: bool = False,
     no_repeat_ngram: int = 0,
+    max_run: int = 0,
 ) -> list[list[int]]:
     """The best beam-search output (ids, without [SOS]/[EOS]) of each sentence of a (B, S) batch."""
     nbest = beam_search_nbest(
         model, src, beam, alpha, max_len_a, max_len_b,
-        ban_unk=ban_unk, no_repeat_ngram=no_repeat_ngram,
+        ban_unk=ban_unk, no_repeat_ngram=no_repeat_ngram, max_run=max_run,
     )  # fmt: skip
     return [hyps[0].tokens for hyps in nbest]
 
@@ -191,6 +218,7 @@ def beam_search_nbest(
     *,
     ban_unk: bool = False,
     no_repeat_ngram: int = 0,
+    max_run: int = 0,
 ) -> list[list[Hypothesis]]:
     """Every finished hypothesis of each sentence of a (B, S) batch, best first.
 
@@ -200,7 +228,8 @@ def beam_search_nbest(
     hypotheses finish there too), or once it has `beam` finished hypotheses that no live one can
     beat: a live log-probability only falls, and its length penalty is at most the budget's.
     With `ban_unk`, no hypothesis holds [UNK]; with `no_repeat_ngram`, none repeats that many
-    tokens, or more where its source repeats as many (`guard_size`).
+    tokens, or more where its source repeats as many (`guard_size`); with `max_run`, in none does
+    a token follow itself more than that many times in a row, or more where its source does.
     """
     assert beam >= 1
     was_training = model.training
@@ -211,6 +240,7 @@ def beam_search_nbest(
     rows = torch.arange(B, device=device).repeat_interleave(K)
     memory, src_mask = memory[rows], src_mask[rows]  # (B*K, S, D), (B*K, 1, 1, S)
     guards = guard_sizes(src, no_repeat_ngram)[rows]  # (B*K,)
+    runs = run_limits(src, max_run)[rows]  # (B*K,)
     cache = model.new_cache()
     prefix = torch.full((B * K, 1), SOS_ID, dtype=torch.long, device=device)  # (n*K, t)
     scores = torch.full((B, K), -math.inf, device=device)  # (n, K) summed log-probs
@@ -225,6 +255,7 @@ def beam_search_nbest(
         if ban_unk:
             log_probs[:, UNK_ID] = -math.inf
         ban_repeats_by_row_(log_probs, prefix, guards)
+        ban_runs_(log_probs, prefix, runs)
         V = log_probs.size(-1)
         candidates = (scores.view(n * K, 1) + log_probs).view(n, K * V)
         top_scores, top = candidates.topk(2 * K, dim=1)  # (n, 2K), best first
@@ -259,7 +290,7 @@ def beam_search_nbest(
         alive = [alive[i] for i in keep.tolist()]
         scores, prefix = scores[keep], prefix[keep_rows]
         memory, src_mask = memory[keep_rows], src_mask[keep_rows]
-        guards = guards[keep_rows]
+        guards, runs = guards[keep_rows], runs[keep_rows]
         cache = reorder_cache(cache, parents[keep_rows])
     model.train(was_training)
     return [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]

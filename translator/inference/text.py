@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from tokenizers import Tokenizer
 
+from translator.data.casing import truecase
 from translator.data.tokenizer import decode_ids
 from translator.specials import EOS_ID, SOS_ID
 
@@ -49,18 +50,28 @@ def translate_texts(
     decode: Callable[[list[list[int]]], list[list[int]]],
     first_line: int = 1,
     recase: bool = False,
+    casing: dict[str, str] | None = None,
 ) -> list[str]:
     """Text in, text out around an engine's `decode` (encoder inputs -> output ids), in input
     order; an empty or blank sentence gives an empty string without reaching the engine.
 
     With `recase` (`decode.recase`), a sentence written all in capitals is translated as it
-    would be written in sentence case, and its translation is written in capitals."""
+    would be written in sentence case, and its translation is written in capitals. With a
+    `casing` table (`decode.truecase`), a sentence with no capital letter is translated with the
+    table's capitals and a capital first letter, and so is a sentence in capitals."""
     translations = [""] * len(sentences)
     todo = [i for i, s in enumerate(sentences) if s.strip()]
     if not todo:
         return translations
     shouted = {i for i in todo if recase and all_capitals(sentences[i])}
-    texts = [sentence_case(s) if i in shouted else s for i, s in enumerate(sentences)]
+    texts = [
+        truecase(s.lower(), casing or {})
+        if i in shouted
+        else truecase(s, casing)
+        if casing and all_lower(s)
+        else s
+        for i, s in enumerate(sentences)
+    ]
     encoded = encode_sources(src_tokenizer, texts, max_tokens, first_line)
     outputs = decode([encoded[i] for i in todo])
     for i, out in zip(todo, outputs, strict=True):
@@ -75,11 +86,10 @@ def all_capitals(text: str) -> bool:
     return len(cased) >= 2 and all(c.isupper() for c in cased)
 
 
-def sentence_case(text: str) -> str:
-    """`text` in lower case but for its first letter (`THE MEETING.` -> `The meeting.`)."""
-    lower = text.lower()
-    first = next((n for n, c in enumerate(lower) if c.isalpha()), None)
-    return lower if first is None else lower[:first] + lower[first].upper() + lower[first + 1 :]
+def all_lower(text: str) -> bool:
+    """Whether `text` has two letters or more and no capital (`is tom also coming`)."""
+    cased = [c for c in text if c.isupper() or c.islower()]
+    return len(cased) >= 2 and not any(c.isupper() for c in cased)
 
 
 def guard_size(source: list[int], n: int) -> int:
@@ -93,6 +103,21 @@ def guard_size(source: list[int], n: int) -> int:
     while repeats_ngram(source, size):
         size += 1
     return size
+
+
+def run_limit(source: list[int], r: int) -> int:
+    """The longest run of one token an output of `source` may hold (`decode.max_run` = `r`; 0:
+    off): `r`, or the source's own longest run if that is longer (`ha ha ha ha`)."""
+    return max(r, longest_run(source)) if r >= 1 else 0
+
+
+def longest_run(ids: list[int]) -> int:
+    """The most times one id follows itself in a row in `ids`, plus one (0 for no ids)."""
+    longest = run = 0
+    for at, token in enumerate(ids):
+        run = run + 1 if at and token == ids[at - 1] else 1
+        longest = max(longest, run)
+    return longest
 
 
 def repeats_ngram(ids: list[int], n: int) -> bool:

@@ -55,7 +55,7 @@ def samples(trainer: Trainer) -> list[tuple[str, str, str]]:
     with trainer.autocast():
         outputs = greedy_decode(
             trainer.model, batch.src, dec.max_len_a, dec.max_len_b,
-            ban_unk=dec.ban_unk, no_repeat_ngram=dec.no_repeat_ngram,
+            ban_unk=dec.ban_unk, no_repeat_ngram=dec.no_repeat_ngram, max_run=dec.max_run,
         )  # fmt: skip
     if not isinstance(logger, NullLogger):
         from translator.inference.attention import translation_figure

@@ -93,6 +93,24 @@ def test_every_model_option_exports_to_the_same_greedy_output(
     assert agreement(translate_exported(exported, sentences, beam=1), reference) >= 0.98
 
 
+def loose_and_guarded(
+    loaded: LoadedModel, exported: engine.ExportedModel, sources: list[list[int]], beam: int,
+    guard: dict[str, int],
+) -> dict[str, tuple[list[list[int]], list[list[int]]]]:  # fmt: skip
+    """Each engine's outputs without the repeat guards, then with `guard` on: (loose, guarded).
+    Greedy outputs of the two engines agree either way."""
+    outputs: dict[str, list[list[list[int]]]] = {"torch": [], "ct2": []}
+    base = {"no_repeat_ngram": 0, "max_run": 0}
+    for guards in (base, base | guard):
+        decode = dataclasses.replace(loaded.config.decode, max_len_a=3.0, **guards)
+        exported.config = dataclasses.replace(exported.config, decode=decode)
+        outputs["torch"].append(decode_in_batches(loaded.model, sources, decode, CPU, beam))
+        outputs["ct2"].append(engine.decode_exported(exported, sources, beam))
+        if beam == 1:
+            assert agreement(outputs["ct2"][-1], outputs["torch"][-1]) >= 0.95
+    return {which: (pair[0], pair[1]) for which, pair in outputs.items()}
+
+
 @pytest.mark.parametrize("beam", [1, 4])
 def test_the_repeat_guard_is_the_same_rule_in_both_engines(tmp_path: Path, beam: int) -> None:
     """A random model loops; with the guard neither engine repeats two tokens (more where the
@@ -104,16 +122,9 @@ def test_the_repeat_guard_is_the_same_rule_in_both_engines(tmp_path: Path, beam:
     exported = load_exported(tmp_path / "ct2", threads=1)
     sentences = SOURCES[:60] + ["red red red red red red ."]
     sources = encode_sources(loaded.src_tokenizer, sentences, 100)
-    outputs: dict[tuple[int, str], list[list[int]]] = {}
-    for n in (0, 2):
-        decode = dataclasses.replace(loaded.config.decode, max_len_a=3.0, no_repeat_ngram=n)
-        exported.config = dataclasses.replace(exported.config, decode=decode)
-        outputs[n, "torch"] = decode_in_batches(loaded.model, sources, decode, CPU, beam)
-        outputs[n, "ct2"] = engine.decode_exported(exported, sources, beam)
-        if beam == 1:
-            assert agreement(outputs[n, "ct2"], outputs[n, "torch"]) >= 0.95
+    outputs = loose_and_guarded(loaded, exported, sources, beam, {"no_repeat_ngram": 2})
     for which in ("torch", "ct2"):
-        guarded, loose = outputs[2, which], outputs[0, which]
+        loose, guarded = outputs[which]
         for out, src in zip(guarded, sources, strict=True):
             assert not repeats_ngram(out, guard_size(src, 2)), (src, out)
         assert sum(g != o for g, o in zip(guarded, loose, strict=True)) > 10  # the guard acted
@@ -131,18 +142,9 @@ def test_the_run_limit_holds_in_both_engines(tmp_path: Path, beam: int) -> None:
     export_model(loaded, tmp_path / "ct2", "float32")
     exported = load_exported(tmp_path / "ct2", threads=1)
     sources = encode_sources(loaded.src_tokenizer, SOURCES[:60], 100)
-    outputs: dict[tuple[int, str], list[list[int]]] = {}
-    for r in (0, 2):
-        decode = dataclasses.replace(
-            loaded.config.decode, max_len_a=3.0, no_repeat_ngram=4, max_run=r
-        )
-        exported.config = dataclasses.replace(exported.config, decode=decode)
-        outputs[r, "torch"] = decode_in_batches(loaded.model, sources, decode, CPU, beam)
-        outputs[r, "ct2"] = engine.decode_exported(exported, sources, beam)
-        if beam == 1:
-            assert agreement(outputs[r, "ct2"], outputs[r, "torch"]) >= 0.95
+    outputs = loose_and_guarded(loaded, exported, sources, beam, {"max_run": 2})
     for which in ("torch", "ct2"):
-        guarded, loose = outputs[2, which], outputs[0, which]
+        loose, guarded = outputs[which]
         assert sum(longest_run(out) > 2 for out in loose) > 10  # runs to stop
         for out, src in zip(guarded, sources, strict=True):
             assert longest_run(out) <= run_limit(src, 2), (src, out)

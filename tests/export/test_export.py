@@ -13,7 +13,7 @@ from helpers import cli, export, make_pairs, train_tiny
 
 from translator.config import Config, ModelConfig, load_config
 from translator.data.tokenizer import train_tokenizer
-from translator.errors import ConfigError
+from translator.errors import CheckpointError, ConfigError
 from translator.export import engine
 from translator.export.convert import check_exportable, export_model
 from translator.export.engine import load_exported, translate_exported
@@ -157,6 +157,24 @@ def test_a_shared_tokenizer_is_exported_once(tmp_path: Path, joint: bool) -> Non
     assert (tmp_path / "ct2" / "tokenizer_tgt.json").exists() is not joint
     exported = load_exported(tmp_path / "ct2", threads=1)
     assert exported.tgt_tokenizer.to_str() == loaded.tgt_tokenizer.to_str()
+
+
+def test_a_shared_tokenizer_export_validates_and_a_missing_target_one_is_one_line(
+    tmp_path: Path,
+) -> None:
+    """`validate --model` scores an export written with one tokenizer file; an export of two
+    vocabularies that lost its target tokenizer says so instead of using the source one."""
+    train_tiny(tmp_path, 20, "tokenizer.shared=true", "model.tie_embeddings=true")
+    out = export(tmp_path, "float32")
+    assert not (out / "tokenizer_tgt.json").exists()
+    done = cli(tmp_path, "validate", "--model", out.name, "--beam", "1")
+    assert done.returncode == 0, done.stderr
+    assert "BLEU" in done.stdout
+    two = random_model(tmp_path / "two")
+    export_model(two, tmp_path / "two-ct2", "float32")
+    (tmp_path / "two-ct2" / "tokenizer_tgt.json").unlink()
+    with pytest.raises(CheckpointError, match="no tokenizer_tgt.json.*two vocabularies"):
+        load_exported(tmp_path / "two-ct2", threads=1)
 
 
 def test_an_unmapped_option_is_refused_in_one_line() -> None:

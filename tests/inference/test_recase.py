@@ -60,10 +60,12 @@ def test_what_counts_as_all_capitals() -> None:
 TEXTS = [
     "Yesterday I saw Tom at the station.",
     "Did Tom say that I was in Boston?",
-    "We watched TV with Tom.",
+    "We watched TV with Tom in Boston.",
     "Will you pay the bill, Bill?",
     "I will pay the bill.",
-    "He will come with tom.",
+    "He will come with tom to see TV.",
+    "THE MEETING IS CANCELLED.",  # in capitals: says nothing of each word
+    "Read the Hotel Guide.",  # seen once with capitals: a title, not the word's usual case
 ]
 
 
@@ -74,6 +76,7 @@ def test_the_table_holds_the_words_written_with_capitals_where_no_sentence_start
     assert "bill" not in table  # `the bill` twice, `Bill` once
     assert "will" not in table and "yesterday" not in table  # only ever first: says nothing
     assert "did" not in table and "the" not in table
+    assert "meeting" not in table and "hotel" not in table
 
 
 def test_a_sentence_without_capitals_reaches_the_engine_with_the_tables() -> None:
@@ -96,6 +99,11 @@ def test_truecasing_changes_only_the_case(text: str) -> None:
     assert cased.lower() == text.lower()
     if all_lower(text):
         assert not all_lower(cased)
+
+
+def test_a_sentence_starting_with_a_number_keeps_its_first_word() -> None:
+    assert truecase("3 apples for tom", {"tom": "Tom"}) == "3 apples for Tom"
+    assert truecase("'where is tom'", {"tom": "Tom"}) == "'Where is Tom'"
 
 
 def test_the_table_is_saved_and_a_damaged_one_is_one_line(tmp_path) -> None:

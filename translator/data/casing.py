@@ -25,6 +25,8 @@ CASING_FILE = "casing.json"
 SENTENCE_ENDS = ".!?:\"'-"
 """A word after one of these (or first in its text) may be capitalised for the sentence's sake."""
 _WORD = re.compile(r"[^\W\d_]+")
+MIN_SEEN = 2
+"""A word seen once with capitals (a title, a heading) stays as typed."""
 
 
 def learn_casing(texts: Iterable[str]) -> dict[str, str]:
@@ -33,6 +35,8 @@ def learn_casing(texts: Iterable[str]) -> dict[str, str]:
     lower: Counter[str] = Counter()
     cased: dict[str, Counter[str]] = {}
     for text in texts:
+        if not any(c.islower() for c in text):  # a line in capitals says nothing of each word
+            continue
         for match in _WORD.finditer(text):
             word = match.group()
             if word.islower():
@@ -44,7 +48,7 @@ def learn_casing(texts: Iterable[str]) -> dict[str, str]:
     table = {}
     for key, forms in cased.items():
         form, n = forms.most_common(1)[0]
-        if n > 2 * lower[key]:
+        if n >= MIN_SEEN and n > 2 * lower[key]:
             table[key] = form
     return dict(sorted(table.items()))
 
@@ -53,8 +57,8 @@ def truecase(text: str, table: dict[str, str]) -> str:
     """`text` (in lower case) with each word in its usual form and its first letter capitalised:
     `is tom also coming` -> `Is Tom also coming`."""
     cased = _WORD.sub(lambda m: table.get(m.group(), m.group()), text)
-    first = next((n for n, c in enumerate(cased) if c.isalpha()), None)
-    if first is None:
+    first = next((n for n, c in enumerate(cased) if c.isalnum()), None)
+    if first is None or not cased[first].isalpha():  # `3 apples` stays so
         return cased
     return cased[:first] + cased[first].upper() + cased[first + 1 :]
 

@@ -104,6 +104,11 @@ def load_exported(path: Path, threads: int | None = None) -> ExportedModel:
         config = config_from_dict(meta["config"], origin=str(meta_path))
         src_tok = load_tokenizer(path / "tokenizer_src.json")
         tgt_path = path / "tokenizer_tgt.json"  # none: one tokenizer for both languages
+        if not tgt_path.exists() and not (path / "shared_vocabulary.json").exists():
+            raise CheckpointError(
+                f"--model {path}: no tokenizer_tgt.json, and the model has two vocabularies; "
+                "export it again"
+            )
         tgt_tok = load_tokenizer(tgt_path) if tgt_path.exists() else src_tok
         threads = threads or int(os.environ.get("OMP_NUM_THREADS", 0) or 0) or os.cpu_count()
         quantization = str(meta.get("quantization", "?"))

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
-from translator.data.tokenizer import decode_ids
+from translator.data.tokenizer import decode_ids, save_tokenizer
 from translator.errors import ConfigError, DataError
 from translator.export.engine import ExportedModel, decode_exported, load_exported
 from translator.metrics import corpus_scores
@@ -68,8 +68,9 @@ def validate_model_command(
     if not (model_dir / "split.json").is_file():
         raise DataError(f"--model {model_dir}: no split.json; export the run again to score it")
     with tempfile.TemporaryDirectory() as tmp:  # prepare_data caches beside the split: not in DIR
-        for name in ("split.json", "tokenizer_src.json", "tokenizer_tgt.json"):
-            shutil.copy(model_dir / name, Path(tmp) / name)
+        shutil.copy(model_dir / "split.json", Path(tmp) / "split.json")
+        save_tokenizer(model.src_tokenizer, Path(tmp) / "tokenizer_src.json")
+        save_tokenizer(model.tgt_tokenizer, Path(tmp) / "tokenizer_tgt.json")  # shared: one file
         data = prepare_data(model.config, RunPaths(model.run, Path(tmp) / "runs", Path(tmp)))
     if len(data.valid) == 0:
         raise DataError(f"--model {model_dir}: its validation split is empty; nothing to score")

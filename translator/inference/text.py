@@ -64,14 +64,7 @@ def translate_texts(
     if not todo:
         return translations
     shouted = {i for i in todo if recase and all_capitals(sentences[i])}
-    texts = [
-        truecase(s.lower(), casing or {})
-        if i in shouted
-        else truecase(s, casing)
-        if casing and all_lower(s)
-        else s
-        for i, s in enumerate(sentences)
-    ]
+    texts = [_as_read(s, i in shouted, casing) for i, s in enumerate(sentences)]
     encoded = encode_sources(src_tokenizer, texts, max_tokens, first_line)
     outputs = decode([encoded[i] for i in todo])
     for i, out in zip(todo, outputs, strict=True):
@@ -80,15 +73,27 @@ def translate_texts(
     return translations
 
 
+def _as_read(text: str, shouted: bool, casing: dict[str, str] | None) -> str:
+    """`text` as the model reads it: in capitals (`shouted`), in sentence case with the casing
+    table's capitals; with no capital and a table, with the table's capitals; else as typed."""
+    if shouted:
+        return truecase(text.lower(), casing or {})
+    return truecase(text, casing) if casing and all_lower(text) else text
+
+
+def _cased_letters(text: str) -> list[str]:
+    return [c for c in text if c.isupper() or c.islower()]
+
+
 def all_capitals(text: str) -> bool:
     """Whether `text` has two letters or more and all in capitals (`THE MEETING IS CANCELLED.`)."""
-    cased = [c for c in text if c.isupper() or c.islower()]
+    cased = _cased_letters(text)
     return len(cased) >= 2 and all(c.isupper() for c in cased)
 
 
 def all_lower(text: str) -> bool:
     """Whether `text` has two letters or more and no capital (`is tom also coming`)."""
-    cased = [c for c in text if c.isupper() or c.islower()]
+    cased = _cased_letters(text)
     return len(cased) >= 2 and not any(c.isupper() for c in cased)
 
 

@@ -327,6 +327,22 @@ def test_the_casing_table_travels_with_the_run_and_both_engines_use_it(trained: 
         assert with_table == translate(model, cased, beam=1) != translate(model, typed, beam=1)
 
 
+def test_the_spelling_table_travels_with_the_run_and_both_engines_use_it(trained: Path) -> None:
+    """spelling.json is learnt when the data is prepared (the word counts of the source side),
+    copied into the run and the export; a typo reaches either engine as the word it stands for."""
+    loaded = load_model(trained / "weights/tiny/best.pt", trained / "weights/tiny", CPU)
+    exported = load_exported(trained / "ct2-float32", 1)
+    assert loaded.spelling is not None and loaded.spelling == exported.spelling
+    assert loaded.spelling["two"] > 10 and "tow" not in loaded.spelling
+    assert (trained / "ct2-float32" / "spelling.json").is_file()
+    typed, spelt = ["one tow three ."], ["one two three ."]
+    for model, translate in ((loaded, translate_sentences), (exported, translate_exported)):
+        respelt = translate(model, typed, beam=1)
+        table, model.spelling = model.spelling, None
+        assert respelt == translate(model, spelt, beam=1) != translate(model, typed, beam=1)
+        model.spelling = table
+
+
 def test_mbr_chooses_alike_with_both_engines(trained: Path) -> None:
     loaded = load_model(trained / "weights/tiny/best.pt", trained / "weights/tiny", CPU)
     exported = load_exported(trained / "ct2-float32", 1)

@@ -252,6 +252,10 @@ class DecodeConfig:
     """A sentence typed with no capital letter (`is tom also coming`) is translated with the
     capitals the training data gives its words (`Is Tom also coming`: casing.json, learnt when
     the data is prepared), as is one typed in capitals; a run without casing.json skips it."""
+    respell: bool = True
+    """A word typed with a typo (`waht`, `annd`) is read as the word one typo away (two letters
+    swapped, one doubled, one dropped) that the training data wrote at least 100 times as often
+    (spelling.json, learnt when the data is prepared); a run without spelling.json skips it."""
     no_repeat_ngram: int = 4
     """A guard against runaway output: no output repeats a sequence of this many tokens (a
     source that repeats a longer one itself, as `ha ha ha ha`, lets its output repeat one token

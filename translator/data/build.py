@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from translator.config import Config, TokenizerConfig
 from translator.data.augment import iter_joined, iter_swapped
-from translator.data.casing import learn_casing
+from translator.data.casing import CASING_FILE, learn_casing
 from translator.data.clean import (
     FilterStats,
     first_occurrences,
@@ -36,6 +36,7 @@ from translator.data.corpus import CHUNK, CleanCorpus, bar, chunks
 from translator.data.encode import TrainWriter, encode_ahead, for_clean_text
 from translator.data.integrity import StoreDamaged, discard_damaged
 from translator.data.read import Pair, Source, iter_source, resolve_sources
+from translator.data.spelling import SPELLING_FILE, learn_spelling
 from translator.data.store import (
     SOURCE_DTYPE,
     Given,
@@ -140,8 +141,11 @@ def _build(
     writer.set_vocab_size(max(t.get_vocab_size() for t in tokenizers))
     phases.done("tokenizers")
     sample = _sample(~valid, config.tokenizer.train_sample, config.train.seed)
-    casing = learn_casing(src for src, _ in corpus.subset(sample))
-    phases.done("casing")
+    tables = {
+        CASING_FILE: learn_casing(src for src, _ in corpus.subset(sample)),
+        SPELLING_FILE: learn_spelling(src for src, _ in corpus.subset(sample)),
+    }
+    phases.done("casing + spelling")
     valid_pairs = _encode(corpus, valid, tokenizers, config, writer, stats, phases)
     if writer.counts["train"] == 0:
         raise DataError(
@@ -150,7 +154,7 @@ def _build(
         )
     meta = {"key": key, "ident": ident, "given": given.fingerprint(), "n_pairs": n_pairs,
             "stats": dataclasses.asdict(stats), "seconds": phases.seconds}  # fmt: skip
-    store = writer.commit(meta, tokenizers, valid_pairs, np.flatnonzero(valid), casing)
+    store = writer.commit(meta, tokenizers, valid_pairs, np.flatnonzero(valid), tables)
     phases.done("write")
     log.info("phases: %s", ", ".join(f"{k} {v:.1f} s" for k, v in phases.seconds.items()))
     return store

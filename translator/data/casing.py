@@ -13,13 +13,12 @@ capitals (`decode.recase`) before its translation is written in capitals again.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from translator.errors import CheckpointError
+from translator.jsonfile import load_word_table, save_word_table
 
 CASING_FILE = "casing.json"
 SENTENCE_ENDS = ".!?:\"'-"
@@ -63,24 +62,26 @@ def truecase(text: str, table: dict[str, str]) -> str:
     return cased[:first] + cased[first].upper() + cased[first + 1 :]
 
 
+def _cased_letters(text: str) -> list[str]:
+    return [c for c in text if c.isupper() or c.islower()]
+
+
+def all_capitals(text: str) -> bool:
+    """Whether `text` has two letters or more and all in capitals (`THE MEETING IS CANCELLED.`)."""
+    cased = _cased_letters(text)
+    return len(cased) >= 2 and all(c.isupper() for c in cased)
+
+
+def all_lower(text: str) -> bool:
+    """Whether `text` has two letters or more and no capital (`is tom also coming`)."""
+    cased = _cased_letters(text)
+    return len(cased) >= 2 and not any(c.isupper() for c in cased)
+
+
 def save_casing(table: dict[str, str], path: Path) -> None:
-    path.write_text(json.dumps(table, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
+    save_word_table(table, path)
 
 
 def load_casing(directory: Path) -> dict[str, str] | None:
     """The table saved in `directory`, or None where there is none (made before it existed)."""
-    path = directory / CASING_FILE
-    if not path.is_file():
-        return None
-    try:
-        table = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        table = None
-    if not isinstance(table, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in table.items()
-    ):
-        raise CheckpointError(
-            f"{path}: not a casing table (a JSON object of words); delete it to translate "
-            "without one, or copy it again from the run's prepared data"
-        )
-    return table
+    return load_word_table(directory / CASING_FILE, "casing table", lambda v: isinstance(v, str))

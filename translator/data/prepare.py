@@ -25,11 +25,11 @@ from tokenizers import Tokenizer
 from translator.config import Config
 from translator.data.batching import BilingualDataset, weighted_count
 from translator.data.build import prepare_store
-from translator.data.casing import CASING_FILE
 from translator.data.clean import FilterStats
 from translator.data.integrity import StoreDamaged, discard_damaged
 from translator.data.read import Pair
 from translator.data.store import (
+    WORD_TABLES,
     Given,
     Store,
     config_ident,
@@ -155,9 +155,9 @@ def _record(paths: RunPaths, store: Store) -> None:
     for side in ("src", "tgt"):
         if not paths.tokenizer(side).is_file():
             shutil.copy(store.path / f"tokenizer_{side}.json", paths.tokenizer(side))
-    casing = paths.weights_dir / CASING_FILE  # learnt from this run's data, not a parent's
-    if (store.path / CASING_FILE).is_file() and not casing.is_file():
-        shutil.copy(store.path / CASING_FILE, casing)
+    for name in WORD_TABLES:  # learnt from this run's data, not a parent's
+        if (store.path / name).is_file() and not (paths.weights_dir / name).is_file():
+            shutil.copy(store.path / name, paths.weights_dir / name)
     if not paths.split.is_file():
         n_pairs = store.meta["n_pairs"]
         record = {"n_pairs": n_pairs, "seed": store.meta["ident"]["seed"]}

@@ -41,7 +41,7 @@ from tokenizers import Tokenizer
 
 from translator.config import Config
 from translator.data.batching import BilingualDataset, Sequences
-from translator.data.casing import CASING_FILE, save_casing
+from translator.data.casing import CASING_FILE
 from translator.data.clean import FilterStats
 from translator.data.hub import writable_dir
 from translator.data.integrity import (
@@ -52,10 +52,17 @@ from translator.data.integrity import (
     verify_files,
 )
 from translator.data.read import Pair, resolve_sources
+from translator.data.spelling import SPELLING_FILE
 from translator.data.tokenizer import fingerprint, load_tokenizer, save_tokenizer
 from translator.data.typed import FORMS_VERSION
 from translator.errors import DataError
+from translator.jsonfile import save_word_table
 
+WORD_TABLES = (CASING_FILE, SPELLING_FILE)
+"""Tables of words learnt from the data, kept beside its tokenizers (and copied into its runs)."""
+TABLES_VERSION = 2
+"""Part of every store's key: 2, a store holds spelling.json too (so stores made before are
+prepared again, and stores made before casing.json are no longer reused without it)."""
 FORMAT, VERSION = "translator-store", 2  # 2: checksums, entries of data.source
 SPLITS, SIDES = ("train", "valid"), ("src", "tgt")
 LENGTH_DTYPE = np.uint16  # data.max_len is far below 65,535
@@ -142,6 +149,7 @@ def config_ident(config: Config) -> dict[str, Any]:
         "data": data,
         "tokenizer": tokenizer,
         "seed": config.train.seed,
+        "tables": TABLES_VERSION,
     }
 
 
@@ -286,7 +294,7 @@ class StoreWriter:
         tokenizers: tuple[Tokenizer, Tokenizer],
         valid_pairs: list[Pair],
         valid_positions: np.ndarray,
-        casing: dict[str, str] | None = None,
+        tables: dict[str, dict[str, Any]] | None = None,
     ) -> Store:
         """Write the rest, then rename the folder into place (or use one a concurrent writer
         committed first)."""
@@ -298,8 +306,8 @@ class StoreWriter:
                 f.close()
             for side, tok in zip(SIDES, tokenizers, strict=True):
                 save_tokenizer(tok, self.tmp / f"tokenizer_{side}.json")
-            if casing is not None:
-                save_casing(casing, self.tmp / CASING_FILE)
+            for name, table in (tables or {}).items():  # casing.json, spelling.json
+                save_word_table(table, self.tmp / name)
             text = "".join(f"{s}\t{t}\n" for s, t in valid_pairs)
             (self.tmp / "valid.tsv").write_text(text, encoding="utf-8")
             np.save(self.tmp / "split.npy", valid_positions.astype(np.int64))

@@ -27,8 +27,8 @@ from translator.config import DataConfig, DecodeConfig
 from translator.data.integrity import file_digest
 from translator.data.read import Pair, Source, iter_source
 from translator.errors import DataError, RunInUseError
+from translator.jsonfile import read_json_object
 from translator.run.checkpoint import fsync_dir
-from translator.run.lineage import read_json_object
 from translator.run.lock import run_lock
 
 log = logging.getLogger("translator")

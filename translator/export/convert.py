@@ -19,11 +19,13 @@ import numpy as np
 import torch
 
 from translator.config import ModelConfig
-from translator.data.casing import CASING_FILE, save_casing
+from translator.data.casing import CASING_FILE
+from translator.data.spelling import SPELLING_FILE
 from translator.data.tokenizer import save_tokenizer
 from translator.errors import ConfigError, TranslatorError
 from translator.export.engine import META_FILE, import_ctranslate2
 from translator.inference.predict import LoadedModel, load_model
+from translator.jsonfile import save_word_table
 from translator.model.transformer import Embedding, MultiHeadAttention, Transformer
 from translator.run.paths import find_checkpoint
 from translator.specials import EOS, SOS, UNK
@@ -175,8 +177,9 @@ def export_model(loaded: LoadedModel, output: Path, quantization: str = "int8") 
         # tokenizer_src.json for both sides when there is no tokenizer_tgt.json.
         if loaded.tgt_tokenizer.to_str() != loaded.src_tokenizer.to_str():
             save_tokenizer(loaded.tgt_tokenizer, tmp / "tokenizer_tgt.json")
-        if loaded.casing is not None:
-            save_casing(loaded.casing, tmp / CASING_FILE)
+        for name, table in ((CASING_FILE, loaded.casing), (SPELLING_FILE, loaded.spelling)):
+            if table is not None:
+                save_word_table(table, tmp / name)
         split = loaded.checkpoint.parent / "split.json"  # for `validate --model DIR`
         if split.is_file():
             shutil.copy(split, tmp / "split.json")

@@ -21,6 +21,7 @@ from tokenizers import Tokenizer
 from translator.config import Config, apply_override, config_from_dict
 from translator.cpu import has_int8_dot_product
 from translator.data.casing import load_casing
+from translator.data.spelling import load_spelling
 from translator.data.tokenizer import decode_ids, load_tokenizer
 from translator.errors import CheckpointError, ConfigError, TranslatorError
 from translator.inference.mbr import mbr_choice
@@ -62,6 +63,7 @@ class ExportedModel:
     quantization: str
     compute_type: str = "default"  # "float32": int8 weights widened at load (cpu_compute_type)
     casing: dict[str, str] | None = None  # casing.json, as the run's (None: exported before it)
+    spelling: dict[str, int] | None = None  # spelling.json, likewise
 
     @property
     def arithmetic(self) -> str:
@@ -145,6 +147,7 @@ def load_exported(path: Path, threads: int | None = None) -> ExportedModel:
         quantization,
         compute,
         load_casing(path),
+        load_spelling(path),
     )
 
 
@@ -271,6 +274,7 @@ def translate_exported(
         first_line,
         recase=model.config.decode.recase,
         casing=model.casing if model.config.decode.truecase else None,
+        spelling=model.spelling if model.config.decode.respell else None,
     )
 
 

@@ -20,6 +20,7 @@ from tokenizers import Tokenizer
 
 from translator.config import Config, DecodeConfig, apply_override, config_from_dict, read_yaml
 from translator.data.casing import load_casing
+from translator.data.spelling import load_spelling
 from translator.data.tokenizer import decode_ids, fingerprint, load_tokenizer
 from translator.device import resolve_device
 from translator.errors import CheckpointError, ConfigError
@@ -50,6 +51,8 @@ class LoadedModel:
     device: torch.device
     casing: dict[str, str] | None = None
     """The run's casing table (casing.json; None for a run made before it existed)."""
+    spelling: dict[str, int] | None = None
+    """The run's word counts (spelling.json; None for a run made before it existed)."""
 
     @property
     def max_source_tokens(self) -> int:
@@ -93,8 +96,8 @@ def _build_loaded(
         raise CheckpointError(f"{checkpoint}: weights do not fit its config ({detail})") from None
     model.to(device).eval()
     step = int(state["progress"]["step"])
-    casing = load_casing(run_dir)
-    return LoadedModel(model, config, src_tok, tgt_tok, checkpoint, step, device, casing)
+    casing, spelling = load_casing(run_dir), load_spelling(run_dir)
+    return LoadedModel(model, config, src_tok, tgt_tok, checkpoint, step, device, casing, spelling)
 
 
 def load_run_tokenizer(run_dir: Path, side: str, checkpoint: Path) -> Tokenizer:
@@ -198,6 +201,7 @@ def translate_sentences(
         first_line,
         recase=loaded.config.decode.recase,
         casing=loaded.casing if loaded.config.decode.truecase else None,
+        spelling=loaded.spelling if loaded.config.decode.respell else None,
     )
 
 

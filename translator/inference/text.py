@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 from tokenizers import Tokenizer
 
-from translator.data.casing import truecase
+from translator.data.casing import all_capitals, all_lower, truecase
+from translator.data.spelling import respell
 from translator.data.tokenizer import decode_ids
 from translator.specials import EOS_ID, SOS_ID
 
@@ -51,6 +52,7 @@ def translate_texts(
     first_line: int = 1,
     recase: bool = False,
     casing: dict[str, str] | None = None,
+    spelling: dict[str, int] | None = None,
 ) -> list[str]:
     """Text in, text out around an engine's `decode` (encoder inputs -> output ids), in input
     order; an empty or blank sentence gives an empty string without reaching the engine.
@@ -58,13 +60,14 @@ def translate_texts(
     With `recase` (`decode.recase`), a sentence written all in capitals is translated as it
     would be written in sentence case, and its translation is written in capitals. With a
     `casing` table (`decode.truecase`), a sentence with no capital letter is translated with the
-    table's capitals and a capital first letter, and so is a sentence in capitals."""
+    table's capitals and a capital first letter, and so is a sentence in capitals. With `spelling`
+    (word counts, `decode.respell`), a word typed with a typo is read as the data spells it."""
     translations = [""] * len(sentences)
     todo = [i for i, s in enumerate(sentences) if s.strip()]
     if not todo:
         return translations
     shouted = {i for i in todo if recase and all_capitals(sentences[i])}
-    texts = [_as_read(s, i in shouted, casing) for i, s in enumerate(sentences)]
+    texts = [_as_read(s, i in shouted, casing, spelling) for i, s in enumerate(sentences)]
     encoded = encode_sources(src_tokenizer, texts, max_tokens, first_line)
     outputs = decode([encoded[i] for i in todo])
     for i, out in zip(todo, outputs, strict=True):
@@ -73,28 +76,19 @@ def translate_texts(
     return translations
 
 
-def _as_read(text: str, shouted: bool, casing: dict[str, str] | None) -> str:
-    """`text` as the model reads it: in capitals (`shouted`), in sentence case with the casing
-    table's capitals; with no capital and a table, with the table's capitals; else as typed."""
+def _as_read(
+    text: str, shouted: bool, casing: dict[str, str] | None, spelling: dict[str, int] | None
+) -> str:
+    """`text` as the model reads it: each word as the data spells it (with `spelling`); in
+    capitals (`shouted`), in sentence case with the casing table's capitals; with no capital and
+    a table, with the table's capitals; else as typed."""
     if shouted:
-        return truecase(text.lower(), casing or {})
+        text = text.lower()
+    if spelling:
+        text = respell(text, spelling)
+    if shouted:
+        return truecase(text, casing or {})
     return truecase(text, casing) if casing and all_lower(text) else text
-
-
-def _cased_letters(text: str) -> list[str]:
-    return [c for c in text if c.isupper() or c.islower()]
-
-
-def all_capitals(text: str) -> bool:
-    """Whether `text` has two letters or more and all in capitals (`THE MEETING IS CANCELLED.`)."""
-    cased = _cased_letters(text)
-    return len(cased) >= 2 and all(c.isupper() for c in cased)
-
-
-def all_lower(text: str) -> bool:
-    """Whether `text` has two letters or more and no capital (`is tom also coming`)."""
-    cased = _cased_letters(text)
-    return len(cased) >= 2 and not any(c.isupper() for c in cased)
 
 
 def guard_size(source: list[int], n: int) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from translator.errors import CheckpointError
+from translator.jsonfile import read_json_object
 from translator.run.checkpoint import load_checkpoint
 from translator.run.paths import PARENT_RECORD, TEACHER_RECORD, locate_run
 
@@ -113,13 +114,3 @@ def _read_record(path: Path) -> dict[str, Any] | None:
             "let the run go on without it"
         )
     return record
-
-
-def read_json_object(path: Path) -> dict[str, Any] | None:
-    """The JSON object in `path`, or None when the file holds anything else (damaged): the caller
-    says what that means in one line."""
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return record if isinstance(record, dict) else None

@@ -27,7 +27,8 @@ from translator.errors import CheckpointError
 from translator.inference.text import encode_sources, translate_texts
 
 COUNTS = {"what": 900, "and": 800, "the": 1000, "want": 300, "tom": 200, "her": 500, "hear": 20,
-          "hat": 31, "that": 700, "is": 950, "it": 990, "stupidity": 1, "eu": 3}  # fmt: skip
+          "hat": 31, "that": 700, "is": 950, "it": 990, "stupidity": 1, "eu": 3,
+          "i'm": 400, "don't": 300, "i": 2000, "sure": 100, "bishop's": 3}  # fmt: skip
 
 
 def test_the_table_counts_each_word_in_lower_case() -> None:
@@ -41,6 +42,8 @@ def test_the_table_counts_each_word_in_lower_case() -> None:
         ("waht is it", "what is it"),  # two letters swapped
         ("annd the", "and the"),  # one doubled
         ("I wnt it", "I want it"),  # one dropped
+        ("Im sure I dont", "I'm sure I don't"),  # an apostrophe left out
+        ("two bishops", "two bishops"),  # bishop's is rare: a plural, no typo of it
         ("Waht is it?", "What is it?"),  # the case as typed
         ("WAHT IS IT", "WHAT IS IT"),  # a sentence in capitals
         ("stuupidity", "stupidity"),  # a word seen once is better than one never seen

@@ -15,6 +15,7 @@ import logging
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from itertools import islice
 from typing import Any
@@ -36,7 +37,7 @@ from translator.data.corpus import CHUNK, CleanCorpus, bar, chunks
 from translator.data.encode import TrainWriter, encode_ahead, for_clean_text
 from translator.data.integrity import StoreDamaged, discard_damaged
 from translator.data.read import Pair, Source, iter_source, resolve_sources
-from translator.data.spelling import SPELLING_FILE, learn_spelling
+from translator.data.spelling import SPELLING_FILE, counting_words
 from translator.data.store import (
     SOURCE_DTYPE,
     Given,
@@ -141,10 +142,9 @@ def _build(
     writer.set_vocab_size(max(t.get_vocab_size() for t in tokenizers))
     phases.done("tokenizers")
     sample = _sample(~valid, config.tokenizer.train_sample, config.train.seed)
-    tables = {
-        CASING_FILE: learn_casing(src for src, _ in corpus.subset(sample)),
-        SPELLING_FILE: learn_spelling(src for src, _ in corpus.subset(sample)),
-    }
+    words: Counter[str] = Counter()
+    casing = learn_casing(counting_words(words, (src for src, _ in corpus.subset(sample))))
+    tables = {CASING_FILE: casing, SPELLING_FILE: dict(sorted(words.items()))}
     phases.done("casing + spelling")
     valid_pairs = _encode(corpus, valid, tokenizers, config, writer, stats, phases)
     if writer.counts["train"] == 0:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from translator.data.casing import all_capitals
@@ -42,9 +42,17 @@ WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 def learn_spelling(texts: Iterable[str]) -> dict[str, int]:
     """Lower-case word -> how many times `texts` write it."""
     counts: Counter[str] = Counter()
+    for _ in counting_words(counts, texts):
+        pass
+    return dict(sorted(counts.items()))
+
+
+def counting_words(counts: Counter[str], texts: Iterable[str]) -> Iterator[str]:
+    """`texts` passed on, their words counted into `counts` on the way: one read of the sample
+    feeds both the casing table and the spelling table."""
     for text in texts:
         counts.update(word.lower() for word in WORD.findall(text))
-    return dict(sorted(counts.items()))
+        yield text
 
 
 def respell(text: str, counts: dict[str, int]) -> str:

@@ -357,6 +357,31 @@ def test_mbr_chooses_alike_with_both_engines(trained: Path) -> None:
     assert agreement(by_ct2, by_torch) >= 0.8
 
 
+def test_both_engines_bound_the_mbr_choice_by_the_sentence_as_typed(
+    trained: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from translator.inference import decode, mbr
+
+    bounds: list[int | None] = []
+
+    def spy(candidates, detokenize, source_chars=None):  # noqa: ANN001, ANN202
+        bounds.append(source_chars)
+        return mbr.mbr_choice(candidates, detokenize, source_chars)
+
+    monkeypatch.setattr(decode, "mbr_choice", spy)
+    monkeypatch.setattr(engine, "mbr_choice", spy)
+    loaded = load_model(trained / "weights/tiny/best.pt", trained / "weights/tiny", CPU)
+    exported = load_exported(trained / "ct2-float32", 1)
+    typed = ["WHERE IS THE STATION", "", *SOURCES[:3]]
+    for model, translate in ((loaded, translate_sentences), (exported, translate_exported)):
+        model.config = dataclasses.replace(
+            model.config, decode=dataclasses.replace(model.config.decode, mbr=True)
+        )
+        bounds.clear()
+        translate(model, typed, beam=4)
+        assert sorted(bounds) == sorted(len(t) for t in typed if t)
+
+
 def test_validate_model_scores_like_validate_run(trained: Path) -> None:
     by_run = cli(trained, "validate", "--run", "tiny", "--beam", "1")
     by_model = cli(trained, "validate", "--model", "ct2-float32", "--beam", "1")

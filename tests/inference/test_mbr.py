@@ -11,7 +11,7 @@ from test_decode import LENGTHS, MAX_LEN_A, MAX_LEN_B, make_model, make_src
 
 from translator.config import DecodeConfig
 from translator.inference.decode import beam_search, beam_search_nbest, translate_ids
-from translator.inference.mbr import char_ngrams, chrf, consensus, mbr_choice
+from translator.inference.mbr import LONGEST, char_ngrams, chrf, consensus, mbr_choice
 
 SACREBLEU_CHRF = CHRF()
 
@@ -98,3 +98,57 @@ def test_mbr_is_off_for_greedy_and_needs_the_texts() -> None:
     assert greedy == translate_ids(model, src, plain)
     with pytest.raises(ValueError, match="detokenize"):
         translate_ids(model, src, _cfg(4))
+
+
+@settings(max_examples=200, deadline=None)
+@given(candidates=st.lists(texts, min_size=1, max_size=6), data=st.data())
+def test_consensus_among_allowed_maximises_over_them_with_every_text_as_evidence(
+    candidates: list[str], data: st.DataObject
+) -> None:
+    allowed = data.draw(
+        st.lists(st.integers(0, len(candidates) - 1), min_size=1, unique=True).map(sorted)
+    )
+    grams = [char_ngrams(t) for t in candidates]
+
+    def total(i: int) -> float:
+        return sum(chrf(grams[i], grams[j]) for j in range(len(candidates)) if j != i)
+
+    chosen = consensus(candidates, allowed)
+    assert chosen in allowed
+    assert total(chosen) == pytest.approx(max(total(i) for i in allowed), abs=1e-6)
+    assert consensus(candidates, range(len(candidates))) == consensus(candidates)
+
+
+def test_a_hypothesis_too_long_for_its_source_is_chosen_only_when_all_are() -> None:
+    words = {1: "Ha", 2: "fatto", 3: "un", 4: "po'", 5: "d'occhiata.", 6: "Sciò.", 7: "Sciava."}
+
+    def text(ids: list[int]) -> str:
+        return " ".join(words[i] for i in ids)
+
+    long = [1, 2, 3, 4, 5]  # 27 characters; the others agree with it most
+    candidates = [[6], long, [1, 2, 3, 4], [2, 3, 4, 5], [7]]
+    assert mbr_choice(candidates, text) == long
+    assert len(text(long)) > LONGEST * len("he skied")
+    chosen = mbr_choice(candidates, text, len("he skied"))
+    assert chosen != long and len(text(chosen)) <= LONGEST * len("he skied")
+    # A source long enough for it: the choice is the plain consensus.
+    assert mbr_choice(candidates, text, len(text(long))) == long
+    # None within the bound: the bound does not apply.
+    assert mbr_choice([long, [1, 2, 3, 4, 7]], text, 1) == mbr_choice([long, [1, 2, 3, 4, 7]], text)
+
+
+def test_mbr_decoding_keeps_each_row_within_its_source_bound_where_it_can() -> None:
+    model, src = make_model(), make_src(LENGTHS)
+
+    def detokenize(ids: list[int]) -> str:
+        return " ".join(map(str, ids))
+
+    nbest = beam_search_nbest(model, src, 5, 0.6, MAX_LEN_A, MAX_LEN_B)
+    texts = [[detokenize(h.tokens) for h in hyps[:5]] for hyps in nbest]
+    # Each row's bound: its shortest hypothesis fits, and the plain MBR choice of some row does not.
+    chars = [-(-min(len(t) for t in row) // LONGEST) for row in texts]
+    plain = translate_ids(model, src, _cfg(5), detokenize=detokenize)
+    assert any(len(detokenize(out)) > LONGEST * n for out, n in zip(plain, chars, strict=True))
+    bounded = translate_ids(model, src, _cfg(5), detokenize=detokenize, source_chars=chars)
+    for out, n, row in zip(bounded, chars, texts, strict=True):
+        assert detokenize(out) in row and len(detokenize(out)) <= LONGEST * n

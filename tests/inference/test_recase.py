@@ -23,7 +23,9 @@ def echo(
     """Translate with an engine that copies its input: what it saw, and what came back."""
     seen: list[list[int]] = []
 
-    def decode(sources: list[list[int]]) -> list[list[int]]:
+    def decode(sources: list[list[int]], chars: list[int]) -> list[list[int]]:
+        # Each source's length is the sentence's as typed, whatever the engine is given to read.
+        assert chars == [len(s) for s in sentences if s.strip()]
         seen.extend(sources)
         return [s[1:-1] for s in sources]  # without [SOS]/[EOS]
 

@@ -105,7 +105,7 @@ def test_a_typed_sentence_reaches_the_engine_respelt_and_without_a_table_as_type
     typed = ["waht is it ?", "WAHT IS IT ?", "Tom annd the"]
     seen: list[list[int]] = []
 
-    def decode(sources: list[list[int]]) -> list[list[int]]:
+    def decode(sources: list[list[int]], chars: list[int]) -> list[list[int]]:
         seen.extend(sources)
         return [s[1:-1] for s in sources]
 

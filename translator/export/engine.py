@@ -192,9 +192,13 @@ def queue_batch(
 
 
 def decode_exported(
-    model: ExportedModel, sources: list[list[int]], beam: int | None = None
+    model: ExportedModel,
+    sources: list[list[int]],
+    beam: int | None = None,
+    source_chars: list[int] | None = None,
 ) -> list[list[int]]:
-    """Output ids (without [SOS]/[EOS]) for encoder inputs, in input order.
+    """Output ids (without [SOS]/[EOS]) for encoder inputs, in input order; `source_chars` (each
+    source's length as typed) bounds the choice of `decode.mbr` (`mbr.mbr_choice`).
 
     Sentences of like length go in batches of at most `CT2_BATCH`, all queued at once, so that
     every worker has one to decode; each batch stops at its own longest output budget. A few
@@ -231,8 +235,9 @@ def decode_exported(
         if runs[i] and any(longest_run(h) > runs[i] for h in hyps)
     ]
     hypotheses.update(_decode_pieces(model, sources, again, beam))
+    chars = source_chars or [None] * len(sources)
     return [
-        mbr_choice(hypotheses[i], detokenize) if dec.mbr else hypotheses[i][0]
+        mbr_choice(hypotheses[i], detokenize, chars[i]) if dec.mbr else hypotheses[i][0]
         for i in range(len(sources))
     ]
 
@@ -270,7 +275,7 @@ def translate_exported(
         model.src_tokenizer,
         model.tgt_tokenizer,
         model.max_source_tokens,
-        lambda sources: decode_exported(model, sources, beam),
+        lambda sources, chars: decode_exported(model, sources, beam, chars),
         first_line,
         recase=model.config.decode.recase,
         casing=model.casing if model.config.decode.truecase else None,

@@ -144,11 +144,14 @@ def translate_ids(
     cfg: DecodeConfig,
     beam: int | None = None,
     detokenize: Callable[[list[int]], str] | None = None,
+    source_chars: list[int] | None = None,
 ) -> list[list[int]]:
     """Outputs for a (B, S) batch: greedy when the beam (`beam`, else `cfg.beam`) is 1.
 
     With `cfg.mbr`, of each sentence's `beam` best hypotheses the one with the highest total
-    chrF against the others (`translator.mbr`); `detokenize` gives their text.
+    chrF against the others (`translator.mbr`); `detokenize` gives their text, `source_chars`
+    (each row's source length in characters, as typed) keeps the choice within `mbr.LONGEST`
+    times it where a hypothesis is.
     """
     beam = cfg.beam if beam is None else beam
     guards = {
@@ -163,7 +166,11 @@ def translate_ids(
     if detokenize is None:
         raise ValueError("decode.mbr compares texts: translate_ids needs `detokenize`")
     nbest = beam_search_nbest(model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b, **guards)
-    return [mbr_choice([h.tokens for h in hyps[:beam]], detokenize) for hyps in nbest]
+    chars = source_chars or [None] * len(nbest)
+    return [
+        mbr_choice([h.tokens for h in hyps[:beam]], detokenize, n)
+        for hyps, n in zip(nbest, chars, strict=True)
+    ]
 
 
 # --------------------------------------------------------------------------- beam search

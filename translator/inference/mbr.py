@@ -6,6 +6,11 @@ outputs the consensus: the hypothesis with the highest total chrF against all th
 Byrne 2004; Freitag et al. 2022 with other utilities). The utility is sacreBLEU's sentence chrF
 (character 1- to 6-grams, whitespace removed, recall weighted by beta = 2), computed here so that
 each hypothesis's n-grams are counted once rather than once per pair.
+
+A hypothesis over `LONGEST` times its source's length in characters is not chosen while another
+is within it: a small model's beam holds the odd long guess for a short input (`he skied` ->
+`Ha fatto un po' d'occhiata.`), and on a few words the others can agree with it most. It still
+counts as evidence for the others.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 CHAR_ORDER = 6
 BETA = 2.0
+LONGEST = 3  # times the source's characters: longer hypotheses are chosen only if all are
 
 NGrams = list[Counter[str]]
 
@@ -50,25 +56,35 @@ def chrf(hyp: NGrams, ref: NGrams) -> float:
     return 100 * (1 + factor) * precision * recall / (factor * precision + recall)
 
 
-def consensus(texts: Sequence[str]) -> int:
+def consensus(texts: Sequence[str], allowed: Sequence[int] | None = None) -> int:
     """Index of the text with the highest total chrF against the other texts; the first on a tie.
 
-    With the hypotheses in beam order, a tie goes to the one the model prefers.
+    With the hypotheses in beam order, a tie goes to the one the model prefers. With `allowed`
+    (indices, not empty), the choice is among those, every text still counting against them.
     """
     grams = [char_ngrams(t) for t in texts]
-    gains = [
-        sum(chrf(grams[i], grams[j]) for j in range(len(texts)) if j != i)
-        for i in range(len(texts))
-    ]
+    choices = range(len(texts)) if allowed is None else allowed
+    gains = {i: sum(chrf(grams[i], grams[j]) for j in range(len(texts)) if j != i) for i in choices}
     if not gains:
         return 0
-    best = max(gains)
+    best = max(gains.values())
     # Sums in a different order round differently: equal texts must tie, so compare with slack.
-    return next(i for i, gain in enumerate(gains) if gain >= best - 1e-9)
+    return next(i for i, gain in gains.items() if gain >= best - 1e-9)
 
 
-def mbr_choice(candidates: list[list[int]], detokenize: Callable[[list[int]], str]) -> list[int]:
-    """Of candidate outputs (ids, best first), the one whose text agrees most with the others'."""
+def mbr_choice(
+    candidates: list[list[int]],
+    detokenize: Callable[[list[int]], str],
+    source_chars: int | None = None,
+) -> list[int]:
+    """Of candidate outputs (ids, best first), the one whose text agrees most with the others';
+    with `source_chars` (the length of the source as typed), one no longer than `LONGEST` times
+    that where there is one."""
     if len(candidates) <= 1:
         return candidates[0] if candidates else []
-    return candidates[consensus([detokenize(c) for c in candidates])]
+    texts = [detokenize(c) for c in candidates]
+    allowed = None
+    if source_chars is not None:
+        within = [i for i, t in enumerate(texts) if len(t) <= LONGEST * max(source_chars, 1)]
+        allowed = within or None
+    return candidates[consensus(texts, allowed)]

@@ -151,10 +151,12 @@ def decode_in_batches(
     beam: int | None = None,
     progress: bool = False,
     detokenize: Callable[[list[int]], str] | None = None,
+    source_chars: list[int] | None = None,
 ) -> list[list[int]]:
     """Output ids for each encoder input, in input order; batches hold sentences of like length.
 
-    `detokenize` (ids to text) is needed by `decode.mbr`, which compares the hypotheses' texts.
+    `detokenize` (ids to text) is needed by `decode.mbr`, which compares the hypotheses' texts;
+    `source_chars` (each source's length as typed) bounds its choice (`translate_ids`).
     """
     from tqdm import tqdm
 
@@ -174,7 +176,8 @@ def decode_in_batches(
             src = torch.nn.utils.rnn.pad_sequence(
                 [torch.tensor(sources[i]) for i in rows], batch_first=True, padding_value=PAD_ID
             ).to(device)  # (B, S)
-            outs = translate_ids(model, src, cfg, beam, detokenize)
+            chars = [source_chars[i] for i in rows] if source_chars else None
+            outs = translate_ids(model, src, cfg, beam, detokenize, chars)
             for i, out in zip(rows, outs, strict=True):
                 outputs[i] = out
             bar.update(len(rows))
@@ -190,13 +193,14 @@ def translate_sentences(
         loaded.src_tokenizer,
         loaded.tgt_tokenizer,
         loaded.max_source_tokens,
-        lambda sources: decode_in_batches(
+        lambda sources, chars: decode_in_batches(
             loaded.model,
             sources,
             loaded.config.decode,
             loaded.device,
             beam,
             detokenize=partial(decode_ids, loaded.tgt_tokenizer),
+            source_chars=chars,
         ),
         first_line,
         recase=loaded.config.decode.recase,
@@ -271,7 +275,7 @@ def save_attention(
     src_ids = encode_sources(loaded.src_tokenizer, [sentence], loaded.max_source_tokens)[0]
     src = torch.tensor([src_ids], device=loaded.device)  # (1, S)
     detokenize = partial(decode_ids, loaded.tgt_tokenizer)
-    output = translate_ids(loaded.model, src, cfg, beam, detokenize)[0]
+    output = translate_ids(loaded.model, src, cfg, beam, detokenize, [len(sentence)])[0]
     fig = translation_figure(
         loaded.model,
         src_ids,

@@ -48,14 +48,15 @@ def translate_texts(
     src_tokenizer: Tokenizer,
     tgt_tokenizer: Tokenizer,
     max_tokens: int,
-    decode: Callable[[list[list[int]]], list[list[int]]],
+    decode: Callable[[list[list[int]], list[int]], list[list[int]]],
     first_line: int = 1,
     recase: bool = False,
     casing: dict[str, str] | None = None,
     spelling: dict[str, int] | None = None,
 ) -> list[str]:
-    """Text in, text out around an engine's `decode` (encoder inputs -> output ids), in input
-    order; an empty or blank sentence gives an empty string without reaching the engine.
+    """Text in, text out around an engine's `decode` (encoder inputs and each one's length in
+    characters as typed -> output ids), in input order; an empty or blank sentence gives an empty
+    string without reaching the engine.
 
     With `recase` (`decode.recase`), a sentence written all in capitals is translated as it
     would be written in sentence case, and its translation is written in capitals. With a
@@ -69,7 +70,7 @@ def translate_texts(
     shouted = {i for i in todo if recase and all_capitals(sentences[i])}
     texts = [_as_read(s, i in shouted, casing, spelling) for i, s in enumerate(sentences)]
     encoded = encode_sources(src_tokenizer, texts, max_tokens, first_line)
-    outputs = decode([encoded[i] for i in todo])
+    outputs = decode([encoded[i] for i in todo], [len(sentences[i]) for i in todo])
     for i, out in zip(todo, outputs, strict=True):
         text = decode_ids(tgt_tokenizer, out)
         translations[i] = text.upper() if i in shouted else text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -68,9 +69,15 @@ def test_training_keeps_k_checkpoints_and_translate_uses_their_average(corpus: P
     assert checkpoint_of_run(run_dir) == run_dir / AVERAGED
     out = runner.invoke(app, ["translate", "--run", "avg", "one two ."])
     assert out.exit_code == 0 and "averaged.pt" in out.output
-    # A later latest.pt (the run trained on) makes the average stale: best.pt is used again.
-    save_checkpoint(load_checkpoint(run_dir / "latest.pt"), run_dir / "latest.pt")
+    # The steps in the files decide, not their times: a copy without them keeps the average.
+    os.utime(run_dir / AVERAGED, ns=(1, 1))
+    assert checkpoint_of_run(run_dir) == run_dir / AVERAGED
+    # A latest.pt of a later step (the run trained on) makes the average stale: best.pt is used.
+    ended = load_checkpoint(run_dir / "latest.pt")
+    save_checkpoint({**ended, "progress": {**ended["progress"], "step": 30}}, run_dir / "latest.pt")
+    os.utime(run_dir / "latest.pt", ns=(1, 1))
     assert checkpoint_of_run(run_dir) == run_dir / "best.pt"
+    save_checkpoint(ended, run_dir / "latest.pt")  # back to where the kept checkpoints end
     # `translator average` writes it again, from the newest two.
     out = runner.invoke(app, ["average", "--run", "avg", "--last", "2"])
     assert out.exit_code == 0, out.output

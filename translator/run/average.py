@@ -3,8 +3,8 @@
 Training with `train.average_last: K` keeps the newest K checkpoints of the weights as
 `step_<N>.pt` (weights only: no optimizer state) and writes `averaged.pt` at the end;
 `translator average --run NAME --last K` does the same afterwards. `translate` and `validate` use
-`averaged.pt` when it is at least as new as the run's `latest.pt` (of it and a current `ema.pt`,
-the newer).
+`averaged.pt` when it was made at the step of the run's `latest.pt` or later (of it and a current
+`ema.pt`, the newer).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from translator.errors import CheckpointError, ConfigError
-from translator.run.checkpoint import LATEST, load_checkpoint, save_checkpoint
+from translator.run.checkpoint import LATEST, load_checkpoint, save_checkpoint, saved_step
 
 AVERAGED = "averaged.pt"
 _STEP_FILE = re.compile(r"step_(\d+)\.pt")
@@ -104,12 +104,14 @@ def average_run(
 
 
 def is_current(run_dir: Path, name: str) -> bool:
-    """Whether the run has the file `name` (averaged.pt, ema.pt) written no earlier than its
-    latest.pt: made from the weights the run ended with, not left over from before a resume."""
+    """Whether the run has the file `name` (averaged.pt, ema.pt) made at the step of its
+    latest.pt or later: from the weights the run ended with, not left over from before a resume.
+    The steps written in the files decide, not their times: a run directory copied without its
+    times (`cp -r`, `scp -r`) keeps its average."""
     path, latest = run_dir / name, run_dir / LATEST
     if not path.is_file():
         return False
-    return not latest.is_file() or path.stat().st_mtime >= latest.stat().st_mtime
+    return not latest.is_file() or saved_step(path) >= saved_step(latest)
 
 
 def average_command(run: str, last: int, output: Path | None, weights_root: Path) -> None:

@@ -71,8 +71,11 @@ class _Writer:
         self.f.flush()
 
 
-def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Load a checkpoint written by `save_checkpoint`, never executing pickled code."""
+def load_checkpoint(
+    path: Path, map_location: str | torch.device = "cpu", mmap: bool = False
+) -> dict[str, Any]:
+    """Load a checkpoint written by `save_checkpoint`, never executing pickled code; with `mmap`,
+    its tensors are mapped from the file, read only when used."""
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
     if path.stat().st_size == 0:
@@ -81,7 +84,7 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
             "use another checkpoint of the run, e.g. best.pt or latest.pt"
         )
     try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
+        state = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as exc:
         raise CheckpointError(_unpickling_problem(path, exc)) from None
     except Exception as exc:  # a corrupt file surfaces as any of a dozen types from torch.load
@@ -100,6 +103,11 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
             "use another checkpoint of the run, e.g. best.pt or latest.pt"
         )
     return state
+
+
+def saved_step(path: Path) -> int:
+    """The training step a checkpoint was written at, read without reading its weights."""
+    return int(load_checkpoint(path, mmap=True)["progress"].get("step", 0))
 
 
 _REQUIRED = ("model", "optimizer", "progress", "rng", "config", "tokenizers")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from translator.errors import CheckpointError, ConfigError
 from translator.run.average import AVERAGED, is_current
-from translator.run.checkpoint import BEST, EMA, LATEST
+from translator.run.checkpoint import BEST, EMA, LATEST, saved_step
 
 PARENT_RECORD = "parent.json"
 """The run this run was made from (train.init_from): run/lineage.py writes and reads it."""
@@ -136,12 +136,12 @@ def locate_run(given: str, weights_root: Path, key: str, todo: str) -> tuple[Pat
 
 
 def checkpoint_of_run(run_dir: Path) -> Path:
-    """The run's weight average (ema.pt) or averaged checkpoint when current (the newer of the
-    two: training writes ema.pt last, `translator average` afterwards replaces averaged.pt),
-    else its best, else its latest."""
+    """The run's weight average (ema.pt) or averaged checkpoint when current (of the two, the
+    one of the later step, then the newer file: training writes ema.pt last, `translator average`
+    afterwards replaces averaged.pt), else its best, else its latest."""
     current = [run_dir / name for name in (EMA, AVERAGED) if is_current(run_dir, name)]
     if current:
-        return max(current, key=lambda path: path.stat().st_mtime_ns)
+        return max(current, key=lambda path: (saved_step(path), path.stat().st_mtime_ns))
     for name in (BEST, LATEST):
         if (run_dir / name).is_file():
             return run_dir / name

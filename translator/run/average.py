@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from translator.errors import CheckpointError, ConfigError
-from translator.run.checkpoint import LATEST, load_checkpoint, save_checkpoint, saved_step
+from translator.run.checkpoint import load_checkpoint, save_checkpoint
 
 AVERAGED = "averaged.pt"
 _STEP_FILE = re.compile(r"step_(\d+)\.pt")
@@ -101,17 +101,6 @@ def average_run(
     output = output or run_dir / AVERAGED
     save_checkpoint(average_states(kept[-last:]), output)
     return output
-
-
-def is_current(run_dir: Path, name: str) -> bool:
-    """Whether the run has the file `name` (averaged.pt, ema.pt) made at the step of its
-    latest.pt or later: from the weights the run ended with, not left over from before a resume.
-    The steps written in the files decide, not their times: a run directory copied without its
-    times (`cp -r`, `scp -r`) keeps its average."""
-    path, latest = run_dir / name, run_dir / LATEST
-    if not path.is_file():
-        return False
-    return not latest.is_file() or saved_step(path) >= saved_step(latest)
 
 
 def average_command(run: str, last: int, output: Path | None, weights_root: Path) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from translator.errors import CheckpointError, ConfigError
-from translator.run.average import AVERAGED, is_current
+from translator.run.average import AVERAGED
 from translator.run.checkpoint import BEST, EMA, LATEST, saved_step
 
 PARENT_RECORD = "parent.json"
@@ -139,9 +139,15 @@ def checkpoint_of_run(run_dir: Path) -> Path:
     """The run's weight average (ema.pt) or averaged checkpoint when current (of the two, the
     one of the later step, then the newer file: training writes ema.pt last, `translator average`
     afterwards replaces averaged.pt), else its best, else its latest."""
-    current = [run_dir / name for name in (EMA, AVERAGED) if is_current(run_dir, name)]
-    if current:
-        return max(current, key=lambda path: (saved_step(path), path.stat().st_mtime_ns))
+    # Current: made at the step of latest.pt or later, not left over from before a resume. The
+    # steps in the files decide, not their times: a run copied with `cp -r` keeps its average.
+    averages = {p: saved_step(p) for p in (run_dir / EMA, run_dir / AVERAGED) if p.is_file()}
+    if averages:
+        latest = run_dir / LATEST
+        floor = saved_step(latest) if latest.is_file() else 0
+        current = [p for p, step in averages.items() if step >= floor]
+        if current:
+            return max(current, key=lambda p: (averages[p], p.stat().st_mtime_ns))
     for name in (BEST, LATEST):
         if (run_dir / name).is_file():
             return run_dir / name

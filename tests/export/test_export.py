@@ -382,6 +382,35 @@ def test_both_engines_bound_the_mbr_choice_by_the_sentence_as_typed(
         assert sorted(bounds) == sorted(len(t) for t in typed if t)
 
 
+def test_scoring_the_validation_split_bounds_the_mbr_choice_in_both_engines(
+    trained: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from translator.export.validate import validate_model_command
+    from translator.inference import decode, mbr
+    from translator.inference.evaluate import validate_command
+
+    bounds: list[int | None] = []
+
+    def spy(candidates, detokenize, source_chars=None):  # noqa: ANN001, ANN202
+        bounds.append(source_chars)
+        return mbr.mbr_choice(candidates, detokenize, source_chars)
+
+    monkeypatch.setattr(decode, "mbr_choice", spy)
+    monkeypatch.setattr(engine, "mbr_choice", spy)
+    monkeypatch.chdir(trained)
+    mbr_on = ["decode.mbr=true"]
+    result = validate_command(
+        "tiny", None, 4, None, None, mbr_on, "cpu", Path("runs"), Path("weights")
+    )
+    by_run = sorted(bounds)
+    bounds.clear()
+    validate_model_command(trained / "ct2-float32", 4, None, None, mbr_on)
+    assert len(by_run) == len(result.hypotheses) > 0
+    assert None not in by_run and sorted(bounds) == by_run
+    sources = [src for src, _, _ in result.samples]
+    assert set(map(len, sources)) <= set(by_run)
+
+
 def test_validate_model_scores_like_validate_run(trained: Path) -> None:
     by_run = cli(trained, "validate", "--run", "tiny", "--beam", "1")
     by_model = cli(trained, "validate", "--model", "ct2-float32", "--beam", "1")

@@ -77,7 +77,9 @@ def validate_model_command(
     sources = [data.valid[i]["encoder_input"] for i in range(len(data.valid))]
     targets = data.valid.tgt_ids
     loss = exported_loss(model, sources, targets)
-    hypotheses = [decode_ids(model.tgt_tokenizer, o) for o in decode_exported(model, sources, beam)]
+    chars = [len(src) for src, _ in data.valid_pairs]  # bounds decode.mbr, as when translating
+    outputs = decode_exported(model, sources, beam, chars)
+    hypotheses = [decode_ids(model.tgt_tokenizer, o) for o in outputs]
     scores = corpus_scores(hypotheses, [ref for _, ref in data.valid_pairs])
     if output is not None:
         write_lines(output, hypotheses)

@@ -67,10 +67,12 @@ def evaluate_translations(
     beam: int | None = None,
     progress: bool = True,
 ) -> tuple[list[str], Scores]:
-    """Translate the validation split; corpus BLEU and chrF against its raw reference text."""
+    """Translate the validation split; corpus BLEU and chrF against its raw reference text. Each
+    source's length in characters bounds `decode.mbr`'s choice, as when translating it."""
     references = [ref for _, ref in data.valid_pairs]
+    chars = [len(src) for src, _ in data.valid_pairs]
     return score_dataset(
-        model, data.valid, references, data.tgt_tokenizer, decode_cfg, device, beam, progress
+        model, data.valid, references, data.tgt_tokenizer, decode_cfg, device, beam, progress, chars
     )
 
 
@@ -83,13 +85,17 @@ def score_dataset(
     device: torch.device,
     beam: int | None = None,
     progress: bool = True,
+    source_chars: list[int] | None = None,
 ) -> tuple[list[str], Scores]:
-    """Translate an encoded set; corpus BLEU and chrF against `references` (aligned with it)."""
+    """Translate an encoded set; corpus BLEU and chrF against `references` (aligned with it).
+    `source_chars` (each source's length as written) bounds `decode.mbr`'s choice."""
     from translator.metrics import corpus_scores
 
     sources = [dataset[i]["encoder_input"] for i in range(len(dataset))]
     detokenize = partial(decode_ids, tgt_tokenizer)
-    outputs = decode_in_batches(model, sources, decode_cfg, device, beam, progress, detokenize)
+    outputs = decode_in_batches(
+        model, sources, decode_cfg, device, beam, progress, detokenize, source_chars
+    )
     hypotheses = [detokenize(out) for out in outputs]
     if not hypotheses:
         return [], Scores(math.nan, math.nan, "", "")

@@ -155,6 +155,7 @@ def main() -> None:
 
 def score_run(name: str, dev: Path, general: Path, log: Path) -> dict[str, float]:
     """Dev (in-domain) and general-domain BLEU / chrF, beam 4 and shipped, and the step.
+    Where the run ships beam 4 without MBR (adapt.yaml), the two are one decoding, run once.
 
     A run scored before on the same files at the same checkpoint is not scored again (a reused
     parent is scored once, not by every invocation): OUT/scores.json keeps each run's row."""
@@ -164,12 +165,17 @@ def score_run(name: str, dev: Path, general: Path, log: Path) -> dict[str, float
     key = f"{name} {latest.stat().st_mtime_ns} {dev} {general}"
     if key in scores:
         return scores[key]
+    from translator.config import load_config
+
+    decode = load_config(ROOT / "weights" / name / "config.yaml").decode
+    same = decode.beam == 4 and not decode.mbr  # shipped is beam 4 (adapt.yaml): decode once
     row: dict[str, float] = {}
     for label, data in (("dev", dev), ("general", general)):
-        for decoding, shipped in (("b4", False), ("shipped", True)):
-            bleu, chrf, step = score(name, data, shipped, log)
-            row |= {f"{label}_{decoding}_bleu": bleu, f"{label}_{decoding}_chrf": chrf}
-            row["step"] = step
+        bleu, chrf, row["step"] = score(name, data, False, log)
+        row |= {f"{label}_b4_bleu": bleu, f"{label}_b4_chrf": chrf}
+        if not same:
+            bleu, chrf, row["step"] = score(name, data, True, log)
+        row |= {f"{label}_shipped_bleu": bleu, f"{label}_shipped_chrf": chrf}
     kept.write_text(json.dumps(scores | {key: row}, indent=1), encoding="utf-8")
     return row
 

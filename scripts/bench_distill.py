@@ -40,12 +40,15 @@ def train_teacher(name: str, minutes: float, source: Path, log: Path) -> None:
         "--set", "tokenizer.dropout=0.1", "--set", f"data.source={source}"], log)  # fmt: skip
 
 
-def train_students(teacher: str, prefix: str, minutes: float, source: str | None, log: Path):
+def train_students(
+    teacher: str, prefix: str, minutes: float, source: str | None, seed: int | None, log: Path
+):
     """The reference student and the distilled one; the distill command's own account."""
     student = str(ROOT / "configs/student.yaml")
     teacher_source = yaml.safe_load((ROOT / "weights" / teacher / "config.yaml").read_text())
     data = source or json.dumps(teacher_source["data"]["source"])
     common = ["--set", f"train.max_minutes={minutes}", "--set", f"data.source={data}"]
+    common += ["--set", f"train.seed={seed}"] if seed is not None else []
     refs, distilled = f"{prefix}refs", f"{prefix}distilled"
     said = ""
     if not (ROOT / "weights" / distilled / "latest.pt").is_file():
@@ -112,6 +115,7 @@ def main() -> None:
     p.add_argument("--minutes", type=float, default=30, help="each student's minutes")
     p.add_argument("--dev", type=Path, default=DATA / "tatoeba-dev.jsonl")
     p.add_argument("--prefix", default="distill_")
+    p.add_argument("--seed", type=int, help="the students' train.seed (default: student.yaml's)")
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "bench_distill")
     args = p.parse_args()
     os.chdir(ROOT)
@@ -119,7 +123,9 @@ def main() -> None:
     log = args.out / "commands.log"
     teacher = args.teacher or f"{args.prefix}teacher"
     train_teacher(teacher, args.teacher_minutes, args.general, log)
-    refs, distilled, said = train_students(teacher, args.prefix, args.minutes, args.source, log)
+    refs, distilled, said = train_students(
+        teacher, args.prefix, args.minutes, args.source, args.seed, log
+    )
     translated = [  # one line per entry of data.source: sentences, seconds
         (int(n.replace(",", "")), int(t))
         for n, t in re.findall(r"([\d,]+) translated in (\d+) s \(", said)

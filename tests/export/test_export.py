@@ -357,9 +357,9 @@ def test_mbr_chooses_alike_with_both_engines(trained: Path) -> None:
     assert agreement(by_ct2, by_torch) >= 0.8
 
 
-def test_both_engines_bound_the_mbr_choice_by_the_sentence_as_typed(
-    trained: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def mbr_bounds(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
+    """The bound (`source_chars`) each MBR choice of either engine is given, in order."""
     from translator.inference import decode, mbr
 
     bounds: list[int | None] = []
@@ -370,6 +370,13 @@ def test_both_engines_bound_the_mbr_choice_by_the_sentence_as_typed(
 
     monkeypatch.setattr(decode, "mbr_choice", spy)
     monkeypatch.setattr(engine, "mbr_choice", spy)
+    return bounds
+
+
+def test_both_engines_bound_the_mbr_choice_by_the_sentence_as_typed(
+    trained: Path, mbr_bounds: list[int | None]
+) -> None:
+    bounds = mbr_bounds
     loaded = load_model(trained / "weights/tiny/best.pt", trained / "weights/tiny", CPU)
     exported = load_exported(trained / "ct2-float32", 1)
     typed = ["WHERE IS THE STATION", "", *SOURCES[:3]]
@@ -383,20 +390,12 @@ def test_both_engines_bound_the_mbr_choice_by_the_sentence_as_typed(
 
 
 def test_scoring_the_validation_split_bounds_the_mbr_choice_in_both_engines(
-    trained: Path, monkeypatch: pytest.MonkeyPatch
+    trained: Path, mbr_bounds: list[int | None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from translator.export.validate import validate_model_command
-    from translator.inference import decode, mbr
     from translator.inference.evaluate import validate_command
 
-    bounds: list[int | None] = []
-
-    def spy(candidates, detokenize, source_chars=None):  # noqa: ANN001, ANN202
-        bounds.append(source_chars)
-        return mbr.mbr_choice(candidates, detokenize, source_chars)
-
-    monkeypatch.setattr(decode, "mbr_choice", spy)
-    monkeypatch.setattr(engine, "mbr_choice", spy)
+    bounds = mbr_bounds
     monkeypatch.chdir(trained)
     mbr_on = ["decode.mbr=true"]
     result = validate_command(

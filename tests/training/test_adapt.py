@@ -70,12 +70,9 @@ def test_a_few_steps_lower_the_childs_loss_on_its_corpus(parent: Path) -> None:
     assert child_loss < parent_loss - 0.1
 
 
-@pytest.mark.parametrize("anchor", ["0", "40"])
-def test_resumed_child_equals_an_uninterrupted_one(parent: Path, anchor: str) -> None:
-    """Also with the pull toward the parent's weights, which a resume takes from the checkpoint."""
-    child = ["train.init_from=parent", f"train.anchor={anchor}"]
-    straight = train("straight", "other.jsonl", *child, "train.max_steps=12")
-    train("split", "other.jsonl", *child, "train.max_steps=5")
+def test_resumed_child_equals_an_uninterrupted_one(parent: Path) -> None:
+    straight = train("straight", "other.jsonl", "train.init_from=parent", "train.max_steps=12")
+    train("split", "other.jsonl", "train.init_from=parent", "train.max_steps=5")
     # the resume reads the child's own files: the parent may have gone
     for checkpoint in parent.glob("*.pt"):
         checkpoint.unlink()
@@ -86,37 +83,6 @@ def test_resumed_child_equals_an_uninterrupted_one(parent: Path, anchor: str) ->
         straight.model.named_parameters(), second.model.parameters(), strict=True
     ):
         assert torch.equal(p, q), name
-
-
-def distance(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> float:
-    squares = (float((p.detach() - weights[n]).pow(2).sum()) for n, p in model.named_parameters())
-    return sum(squares) ** 0.5
-
-
-def test_anchor_keeps_the_child_nearer_its_parent_the_stronger_it_is(parent: Path) -> None:
-    theirs = load_checkpoint(checkpoint_of_run(parent))["model"]
-    child = ["other.jsonl", "train.init_from=parent", "train.max_steps=10"]
-    free, pulled = (distance(train(f"a{a}", *child, f"train.anchor={a}").model, theirs)
-                    for a in ("0", "40"))  # fmt: skip
-    assert 0 < pulled < 0.9 * free
-    # a pull of the whole distance (lr x anchor >= 1) leaves the parent's weights as they were
-    held = train("held", *child, "train.anchor=1.0e+12", "train.average_last=2").model
-    for name, tensor in held.named_parameters():
-        assert torch.equal(tensor, theirs[name]), name
-    # the parent's weights ride in the resumable checkpoint only, not in weights-only ones
-    assert "anchor" in load_checkpoint(Path("weights/held/latest.pt"))
-    assert "anchor" not in load_checkpoint(Path("weights/held/averaged.pt"))
-
-
-def test_anchor_without_a_parent_or_its_weights_is_one_line(parent: Path) -> None:
-    with pytest.raises(ConfigError, match=r"train\.anchor 5\.0 pulls toward a parent's weights"):
-        train("orphan", "other.jsonl", "train.anchor=5")
-    with pytest.raises(ConfigError, match=r"train\.anchor must be >= 0, got -1"):
-        train("neg", "other.jsonl", "train.init_from=parent", "train.anchor=-1")
-    assert not Path("weights/orphan").exists() and not Path("weights/neg").exists()
-    train("plain", "other.jsonl", "train.init_from=parent", "train.max_steps=2")
-    with pytest.raises(CheckpointError, match="holds no parent's weights to pull toward"):
-        train("plain", "other.jsonl", "train.max_steps=4", "train.anchor=5", resume="latest")
 
 
 def test_weighted_sources_train_on_an_adapted_run_and_name_each_source(

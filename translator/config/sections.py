@@ -158,10 +158,6 @@ class TrainConfig:
     under the weights directory, a run directory, or a checkpoint file. The model and tokenizer
     sections come from the parent; the optimizer, schedule and step count start afresh. The run
     records its parent in parent.json."""
-    anchor: float = 0.0
-    """With init_from: after every step, pull each weight back toward the parent's by a share
-    lr x anchor of its distance to it (decoupled L2-SP), so that the run forgets less of what the
-    parent knew. 0 (the default) is plain fine-tuning; larger is closer to the parent."""
     n_samples: int = 3
     checkpoint_every: int = 500
     average_last: int = 0
@@ -197,20 +193,8 @@ class TrainConfig:
             "clip_norm",
         )
         non_negative(
-            self,
-            "train",
-            "warmup_steps",
-            "weight_decay",
-            "eval_every",
-            "n_samples",
-            "average_last",
-            "anchor",
+            self, "train", "warmup_steps", "weight_decay", "eval_every", "n_samples", "average_last"
         )
-        if self.anchor and self.init_from is None:
-            raise ConfigError(
-                f"train.anchor {self.anchor} pulls toward a parent's weights, but the run has "
-                "none: set train.init_from (--init-from RUN), or remove train.anchor"
-            )
         unit_interval(self.label_smoothing, "train.label_smoothing")
         unit_interval(self.ema_decay, "train.ema_decay")
         unit_interval(self.word_dropout, "train.word_dropout")

@@ -50,7 +50,7 @@ def keep_step_checkpoint(state: dict[str, Any], run_dir: Path, keep: int) -> Pat
 def weights_only(state: dict[str, Any]) -> dict[str, Any]:
     """`state` without its optimizer, RNG and weight-average state, marked as fit for inference
     only."""
-    kept = {k: v for k, v in state.items() if k not in ("ema", "anchor")}
+    kept = {k: v for k, v in state.items() if k != "ema"}
     return {**kept, "optimizer": {}, "rng": {}, "weights_only": True}
 
 

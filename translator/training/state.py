@@ -23,7 +23,6 @@ from translator.data.tokenizer import fingerprint
 from translator.errors import CheckpointError
 from translator.model.transformer import Transformer
 from translator.run.paths import RunPaths
-from translator.training.anchor import ParentAnchor
 from translator.training.distributed import Rank
 from translator.training.ema import WeightAverage
 
@@ -63,7 +62,6 @@ class Trainer(Protocol):
     sampler: TokenBatchSampler
     progress: Progress
     ema: WeightAverage | None
-    anchor: ParentAnchor | None
 
 
 def trainer_state(trainer: Trainer) -> dict[str, Any]:
@@ -78,7 +76,6 @@ def trainer_state(trainer: Trainer) -> dict[str, Any]:
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
         },
         **({"ema": trainer.ema.state_dict()} if trainer.ema is not None else {}),
-        **({"anchor": trainer.anchor.state_dict()} if trainer.anchor is not None else {}),
         "config": trainer.config.to_dict(),
         "tokenizers": {
             "src": fingerprint(trainer.data.src_tokenizer),
@@ -122,13 +119,6 @@ def _restore(trainer: Trainer, state: dict[str, Any], where: Path) -> None:
         else:  # a run that starts averaging on resume starts from the weights it resumes with
             trainer.ema.restart()
             log.info("%s holds no weight average (train.ema_decay): it starts here", where)
-    if trainer.anchor is not None:
-        if "anchor" not in state:
-            raise CheckpointError(
-                f"{where}: holds no parent's weights to pull toward (the run was trained without "
-                "train.anchor); resume it without train.anchor"
-            )
-        trainer.anchor.load_state_dict(state["anchor"])
     progress = dict(state["progress"])
     saved_world = progress.pop("world_size", 1)
     if saved_world != trainer.rank.world_size:

@@ -30,7 +30,6 @@ from translator.run.average import average_run, keep_step_checkpoint, weights_on
 from translator.run.checkpoint import EMA, save_checkpoint
 from translator.run.paths import RunPaths
 from translator.specials import PAD_ID
-from translator.training.anchor import ParentAnchor
 from translator.training.distributed import all_reduce_sum, barrier, current_rank
 from translator.training.ema import WeightAverage
 from translator.training.evaluation import validate_and_sample
@@ -84,8 +83,6 @@ class Trainer:
         )
         self.amp_dtype = autocast_dtype(self.cfg.precision, device)
         self.ema = WeightAverage(self.model, self.cfg.ema_decay) if self.cfg.ema_decay else None
-        # made while the model holds the parent's weights (a resume restores them from the state)
-        self.anchor = ParentAnchor(self.model, self.cfg.anchor) if self.cfg.anchor else None
         self.progress = Progress()
         self.sampler = TokenBatchSampler(
             data.train.src_lengths(),
@@ -169,8 +166,6 @@ class Trainer:
             return total, grad_norm
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        if self.anchor is not None:
-            self.anchor.pull(lr)
         if self.ema is not None:
             self.ema.update(self.progress.step + 1)
         return total, grad_norm

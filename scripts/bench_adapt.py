@@ -12,6 +12,8 @@ Runs, each through the `translator` command as a user would type it (names: PREF
   b       configs/cpu.yaml from nothing on both corpora, plain concatenation, the same minutes
   c       configs/adapt.yaml from the parent on the in-domain corpus, --minutes (10)
   d       the same, mixed fine-tuning: the in-domain corpus plus a --share of the general one
+With --blend 0.1,0.25, c and d are also scored blended that share of the way back to the parent
+(`translator average --with-parent`, written as weights/NAME/blendSHARE.pt).
 Each is then scored with `translator validate --data` on the dev set (in-domain) and on the
 parent's own validation split (general domain), which b and d do not train on (their general
 corpus is the parent's without those pairs: OUT/PARENT-general-train.jsonl), at beam 4 and
@@ -56,9 +58,13 @@ def train(name: str, config: str, minutes: float, sets: list[str], log: Path) ->
     sh(args, log)
 
 
-def score(name: str, data: Path, shipped: bool, log: Path) -> tuple[float, float, int]:
+def score(
+    name: str, data: Path, shipped: bool, log: Path, checkpoint: Path | None = None
+) -> tuple[float, float, int]:
     """BLEU, chrF and the checkpoint's step, from `translator validate --data`."""
     args = ["translator", "validate", "--run", name, "--data", str(data)]
+    if checkpoint is not None:
+        args += ["--checkpoint", str(checkpoint)]
     if not shipped:
         args += ["--beam", "4", "--set", "decode.mbr=false"]
     out = sh(args, log)
@@ -116,6 +122,12 @@ def main() -> None:
     p.add_argument("--prefix", default="adapt_")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--set", dest="sets", action="append", default=[], help="for c and d")
+    p.add_argument(
+        "--blend",
+        default="",
+        help="shares, e.g. 0.1,0.25: also score c and d blended that far back to the parent "
+        "(translator average --with-parent), beam 4",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "bench_adapt")
     args = p.parse_args()
     os.chdir(ROOT)  # runs go to ROOT/runs and ROOT/weights, as from the README's commands
@@ -142,11 +154,14 @@ def main() -> None:
     chosen = [k for k in args.only.split(",") if k]
     runs = {"parent": parent, **{key: f"{args.prefix}{key}" for key in chosen}}
     figures: dict[str, dict[str, float]] = {}
-    for key, name in runs.items():  # each scored once trained, the figures kept as they come
+    for key, name in list(runs.items()):  # each scored once trained, figures kept as they come
         if key != "parent":
             config, minutes, sets = plan[key]
             train(name, config, minutes, [*sets, *seed], log)
         figures[key] = score_run(name, args.dev, general, log)
+        for share in args.blend.split(",") if key in ("c", "d") and args.blend else []:
+            figures[f"{key}+{share}"] = score_blend(name, float(share), args.dev, general, log)
+            runs[f"{key}+{share}"] = name
         (args.out / "figures.json").write_text(json.dumps({"runs": runs, "figures": figures}))
         print_table({key: figures[key]}, runs, args)
     print_table(figures, runs, args)
@@ -180,6 +195,23 @@ def score_run(name: str, dev: Path, general: Path, log: Path) -> dict[str, float
     return row
 
 
+def score_blend(name: str, share: float, dev: Path, general: Path, log: Path) -> dict[str, float]:
+    """The run's average blended `share` of the way back to its parent, written beside its
+    checkpoints (weights/NAME/blendSHARE.pt), scored at beam 4 (adapt.yaml's shipped decoding)."""
+    from translator.config import load_config
+
+    last = load_config(ROOT / "weights" / name / "config.yaml").train.average_last
+    blended = Path("weights") / name / f"blend{share:g}.pt"
+    sh(["translator", "average", "--run", name, "--last", str(last), "--with-parent",
+        f"{share:g}", "--output", str(blended)], log)  # fmt: skip
+    row: dict[str, float] = {}
+    for label, data in (("dev", dev), ("general", general)):
+        bleu, chrf, row["step"] = score(name, data, False, log, blended)
+        for decoding in ("b4", "shipped"):
+            row |= {f"{label}_{decoding}_bleu": bleu, f"{label}_{decoding}_chrf": chrf}
+    return row
+
+
 def print_table(figures: dict[str, dict[str, float]], runs: dict[str, str], args) -> None:
     what = {
         "parent": f"{args.parent_minutes:g} min from nothing on {args.general.name}",
@@ -192,6 +224,9 @@ def print_table(figures: dict[str, dict[str, float]], runs: dict[str, str], args
     print("| run | what | steps | dev beam 4 | dev shipped | general beam 4 | general shipped |")
     print("|---|---|---|---|---|---|---|")
     for key, row in figures.items():
+        base, _, share = key.partition("+")
+        if share:
+            what[key] = f"{base}, blended {share} of the way back to the parent (beam 4)"
         cells = [
             f"{row[f'{s}_{d}_bleu']:.1f} / {row[f'{s}_{d}_chrf']:.1f}"
             for s in ("dev", "general")

@@ -278,6 +278,15 @@ def average(
     output: Annotated[
         Path | None, typer.Option("--output", help="Where to write (default: averaged.pt).")
     ] = None,
+    with_parent: Annotated[
+        float,
+        typer.Option(
+            "--with-parent",
+            help="For a run made from another (--init-from): move the average this share of the "
+            "way back to the weights it started from, e.g. 0.25: less forgetting of the parent's "
+            "domain, for a little of the new one (WiSE-FT).",
+        ),
+    ] = 0.0,
     weights_dir: WeightsDirOpt = Path("weights"),
 ) -> None:
     """Average the weights of a run's last K checkpoints (kept by train.average_last)."""
@@ -285,7 +294,7 @@ def average(
     def go() -> None:
         from translator.run.average import average_command
 
-        average_command(run, last, output, weights_dir)
+        average_command(run, last, output, weights_dir, with_parent)
 
     run_command(go)
 

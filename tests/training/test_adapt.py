@@ -204,3 +204,53 @@ def test_the_child_keeps_the_parents_typed_forms_unless_it_sets_its_own(tmp_path
     assert inherited.data.noise == {"typos": 0.2} and inherited.data.typo_words == 0.5
     own, _ = adapted_config(TINY, [*given, "data.noise={}"], Path("weights"))
     assert own.data.noise == {}
+
+
+def test_average_with_parent_moves_the_weights_that_share_of_the_way_back(parent: Path) -> None:
+    from translator.run.average import average_command, average_states, step_checkpoints
+
+    kept = ["train.checkpoint_every=3", "train.average_last=2", "train.max_steps=9"]
+    train("child", "other.jsonl", "train.init_from=parent", *kept)
+    run_dir = Path("weights/child")
+    theirs = load_checkpoint(checkpoint_of_run(parent))["model"]
+    mean = average_states(step_checkpoints(run_dir)[-2:])["model"]
+    average_command("child", 2, None, Path("weights"), with_parent=0.0)
+    plain = load_checkpoint(run_dir / "averaged.pt")
+    assert "blended_with_parent" not in plain
+    for name, tensor in mean.items():
+        assert torch.equal(plain["model"][name], tensor), name
+    done = cli(Path.cwd(), "average", "--run", "child", "--last", "2", "--with-parent", "0.25")
+    assert done.returncode == 0, done.stderr
+    assert "0.25 of the way to the weights of its parent parent (step 6)" in done.stderr
+    blended = load_checkpoint(run_dir / "averaged.pt")
+    assert blended["blended_with_parent"]["share"] == 0.25
+    assert blended["progress"]["step"] == 9  # still the run's newest: translate takes it
+    assert checkpoint_of_run(run_dir) == run_dir / "averaged.pt"
+    for name, tensor in mean.items():
+        if tensor.is_floating_point():
+            expected = 0.75 * tensor.double() + 0.25 * theirs[name].double()
+            torch.testing.assert_close(blended["model"][name].double(), expected, msg=name)
+
+
+def test_average_with_parent_refuses_what_it_cannot_blend(parent: Path) -> None:
+    from translator.run.average import average_command
+
+    kept = ["train.checkpoint_every=2", "train.average_last=2", "train.max_steps=4"]
+    train("orphan", "other.jsonl", *kept)
+    with pytest.raises(ConfigError, match="run orphan was not made from another run"):
+        average_command("orphan", 2, None, Path("weights"), with_parent=0.25)
+    train("child", "other.jsonl", "train.init_from=parent", *kept)
+    before = Path("weights/child/averaged.pt").read_bytes()
+    for share in (1.0, -0.1, float("nan")):
+        with pytest.raises(ConfigError, match="the parent's share of the weights"):
+            average_command("child", 2, None, Path("weights"), with_parent=share)
+    taken = checkpoint_of_run(parent)
+    state = load_checkpoint(taken)
+    state["progress"]["step"] = 99  # the parent trained on since the child was made
+    torch.save(state, taken)
+    with pytest.raises(CheckpointError, match="the parent has changed since"):
+        average_command("child", 2, None, Path("weights"), with_parent=0.25)
+    taken.unlink()
+    with pytest.raises(CheckpointError, match=r"as weights/child/parent\.json names it"):
+        average_command("child", 2, None, Path("weights"), with_parent=0.25)
+    assert Path("weights/child/averaged.pt").read_bytes() == before  # nothing written

@@ -5,6 +5,11 @@ Training with `train.average_last: K` keeps the newest K checkpoints of the weig
 `translator average --run NAME --last K` does the same afterwards. `translate` and `validate` use
 `averaged.pt` when it was made at the step of the run's `latest.pt` or later (of it and a current
 `ema.pt`, the newer).
+
+`--with-parent W`, for a run made from another (`train.init_from`), then moves the average a
+share W of the way to the weights it started from (the checkpoint its parent.json names):
+weight-space ensembling of the fine-tuned and the original model (WiSE-FT, Wortsman et al. 2022),
+which gives back some of what fine-tuning forgot at little cost in the new domain.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from typing import Any
 import torch
 
 from translator.errors import CheckpointError, ConfigError
-from translator.run.checkpoint import load_checkpoint, save_checkpoint
+from translator.run.checkpoint import AVERAGED, load_checkpoint, save_checkpoint
+from translator.run.lineage import read_parent_record
+from translator.run.paths import PARENT_RECORD
 
-AVERAGED = "averaged.pt"
 _STEP_FILE = re.compile(r"step_(\d+)\.pt")
 
 
@@ -80,13 +86,59 @@ def average_states(paths: list[Path]) -> dict[str, Any]:
     return out
 
 
+def blend_with_parent(state: dict[str, Any], run_dir: Path, share: float) -> dict[str, Any]:
+    """`state` with its weights moved `share` of the way to those the run started from."""
+    record = read_parent_record(run_dir)
+    if record is None:
+        raise ConfigError(
+            f"--with-parent: run {run_dir.name} was not made from another run (no "
+            f"{PARENT_RECORD}); only a run trained with train.init_from has weights to go back to"
+        )
+    checkpoint = Path(record["checkpoint"])
+    try:
+        parent = load_checkpoint(checkpoint)
+    except CheckpointError as exc:
+        raise CheckpointError(
+            f"--with-parent: the parent's checkpoint, as {run_dir / PARENT_RECORD} names it: {exc}"
+        ) from None
+    step = int(parent["progress"].get("step", 0))
+    if step != record["step"] or parent["tokenizers"] != state["tokenizers"]:
+        raise CheckpointError(
+            f"--with-parent: {checkpoint} is now at step {step:,}, but run {run_dir.name} "
+            f"started from it at step {record['step']:,}; the parent has changed since, and only "
+            "the weights the run started from can be blended: keep a copy of the parent's run "
+            "as it was"
+        )
+    mine, theirs = state["model"], parent["model"]
+    if mine.keys() != theirs.keys():
+        raise CheckpointError(f"--with-parent: {checkpoint} holds other weights than the run")
+    blended = {
+        key: ((1 - share) * value.double() + share * theirs[key].double()).to(value.dtype)
+        if value.is_floating_point()
+        else value
+        for key, value in mine.items()
+    }
+    made_from = {"share": share, "checkpoint": str(checkpoint), "step": step}
+    return {**state, "model": blended, "blended_with_parent": made_from}
+
+
 def average_run(
-    run_dir: Path, last: int, output: Path | None = None, partial: bool = False
+    run_dir: Path,
+    last: int,
+    output: Path | None = None,
+    partial: bool = False,
+    with_parent: float = 0.0,
 ) -> Path:
     """Average the run's newest `last` step checkpoints into `output` (default averaged.pt);
-    with `partial`, fewer when fewer are kept."""
+    with `partial`, fewer when fewer are kept; with `with_parent`, that share of the weights
+    the run started from."""
     if last < 1:
         raise ConfigError(f"--last {last}: give the number of checkpoints to average, e.g. 5")
+    if not 0 <= with_parent < 1:
+        raise ConfigError(
+            f"--with-parent {with_parent}: the parent's share of the weights, from 0 (none) up "
+            "to below 1, e.g. 0.25"
+        )
     kept = step_checkpoints(run_dir)
     if not kept:
         raise CheckpointError(
@@ -99,16 +151,28 @@ def average_run(
             f"({kept[0].name} .. {kept[-1].name}); use --last {len(kept)}"
         )
     output = output or run_dir / AVERAGED
-    save_checkpoint(average_states(kept[-last:]), output)
+    state = average_states(kept[-last:])
+    if with_parent:
+        state = blend_with_parent(state, run_dir, with_parent)
+    save_checkpoint(state, output)
     return output
 
 
-def average_command(run: str, last: int, output: Path | None, weights_root: Path) -> None:
+def average_command(
+    run: str, last: int, output: Path | None, weights_root: Path, with_parent: float = 0.0
+) -> None:
     """`translator average`: write the run's averaged checkpoint and say where."""
     run_dir = weights_root / run
     if not run_dir.is_dir():
         raise ConfigError(f"--run {run}: no directory {run_dir}")
     kept = step_checkpoints(run_dir)[-last:]
-    path = average_run(run_dir, last, output)
+    path = average_run(run_dir, last, output, with_parent=with_parent)
     names = ", ".join(p.name for p in kept)
-    print(f"averaged {len(kept)} checkpoints ({names}) into {path}", file=sys.stderr)
+    blended = ""
+    if with_parent:
+        record = read_parent_record(run_dir) or {}
+        blended = (
+            f", {with_parent:g} of the way to the weights of its parent {record.get('run')} "
+            f"(step {record.get('step')}),"
+        )
+    print(f"averaged {len(kept)} checkpoints ({names}){blended} into {path}", file=sys.stderr)

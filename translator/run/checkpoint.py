@@ -17,6 +17,7 @@ FORMAT = "translator-checkpoint"
 VERSION = 1
 LATEST, BEST = "latest.pt", "best.pt"
 EMA = "ema.pt"  # the weights' moving average (train.ema_decay), written at the end of training
+AVERAGED = "averaged.pt"  # the mean of the last kept checkpoints (train.average_last)
 
 
 def save_checkpoint(state: dict[str, Any], path: Path) -> None:

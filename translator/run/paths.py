@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from translator.errors import CheckpointError, ConfigError
-from translator.run.average import AVERAGED
-from translator.run.checkpoint import BEST, EMA, LATEST, saved_step
+from translator.run.checkpoint import AVERAGED, BEST, EMA, LATEST, saved_step
 
 PARENT_RECORD = "parent.json"
 """The run this run was made from (train.init_from): run/lineage.py writes and reads it."""

@@ -173,6 +173,6 @@ def average_command(
         record = read_parent_record(run_dir) or {}
         blended = (
             f", {with_parent:g} of the way to the weights of its parent {record.get('run')} "
-            f"(step {record.get('step')}),"
+            f"(step {int(record.get('step', 0)):,}),"
         )
     print(f"averaged {len(kept)} checkpoints ({names}){blended} into {path}", file=sys.stderr)

@@ -19,8 +19,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from translator.errors import CheckpointError, ConfigError
 from translator.run.checkpoint import AVERAGED, load_checkpoint, save_checkpoint
 from translator.run.lineage import read_parent_record
@@ -73,17 +71,22 @@ def average_states(paths: list[Path]) -> dict[str, Any]:
                 f"{path}: a different model or vocabulary than {paths[-1]}; average checkpoints "
                 "of one run only"
             )
-    averaged = {}
-    for key, value in newest["model"].items():
-        if value.is_floating_point():
-            total = torch.stack([s["model"][key].double() for s in states]).mean(dim=0)
-            averaged[key] = total.to(value.dtype)
-        else:
-            averaged[key] = value
+    averaged = weighted_sum([s["model"] for s in states], [1 / len(states)] * len(states))
     out = weights_only({k: v for k, v in newest.items() if k not in ("format", "version")})
     out["model"] = averaged
     out["averaged_from"] = [p.name for p in paths]
     return out
+
+
+def weighted_sum(models: list[dict[str, Any]], weights: list[float]) -> dict[str, Any]:
+    """sum(w * model) of each floating-point tensor, computed in float64; the rest (integer
+    buffers) from the last model."""
+    return {
+        key: sum(w * m[key].double() for m, w in zip(models, weights, strict=True)).to(value.dtype)
+        if value.is_floating_point()
+        else value
+        for key, value in models[-1].items()
+    }
 
 
 def blend_with_parent(state: dict[str, Any], run_dir: Path, share: float) -> dict[str, Any]:
@@ -112,12 +115,7 @@ def blend_with_parent(state: dict[str, Any], run_dir: Path, share: float) -> dic
     mine, theirs = state["model"], parent["model"]
     if mine.keys() != theirs.keys():
         raise CheckpointError(f"--with-parent: {checkpoint} holds other weights than the run")
-    blended = {
-        key: ((1 - share) * value.double() + share * theirs[key].double()).to(value.dtype)
-        if value.is_floating_point()
-        else value
-        for key, value in mine.items()
-    }
+    blended = weighted_sum([theirs, mine], [share, 1 - share])  # integer buffers: the run's
     made_from = {"share": share, "checkpoint": str(checkpoint), "step": step}
     return {**state, "model": blended, "blended_with_parent": made_from}
 

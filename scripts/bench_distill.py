@@ -12,6 +12,9 @@ with CTranslate2 on the dev set's sources: sentences/s greedy and shipped, on on
 two; size in MB; wall time of `translator translate --model DIR "Hello"`. The time the teacher
 took to translate the corpus is read from the distill command's output.
 
+`--set key=value` (repeatable) changes both students' configs, e.g. a smaller vocabulary;
+`--only distilled` trains and scores one of the two students.
+
 Every command goes through the `translator` CLI as a user would type it, logged to
 OUT/commands.log; a run already trained is reused. Prints a markdown table and one JSON line.
 """
@@ -41,20 +44,29 @@ def train_teacher(name: str, minutes: float, source: Path, log: Path) -> None:
 
 
 def train_students(
-    teacher: str, prefix: str, minutes: float, source: str | None, seed: int | None, log: Path
+    teacher: str,
+    prefix: str,
+    minutes: float,
+    source: str | None,
+    seed: int | None,
+    log: Path,
+    sets: list[str],
+    only: list[str],
 ):
-    """The reference student and the distilled one; the distill command's own account."""
+    """The reference student and the distilled one (those named in `only`), each with the
+    `--set` overrides `sets`; the distill command's own account."""
     student = str(ROOT / "configs/student.yaml")
     teacher_source = yaml.safe_load((ROOT / "weights" / teacher / "config.yaml").read_text())
     data = source or json.dumps(teacher_source["data"]["source"])
     common = ["--set", f"train.max_minutes={minutes}", "--set", f"data.source={data}"]
     common += ["--set", f"train.seed={seed}"] if seed is not None else []
+    common += [a for s in sets for a in ("--set", s)]
     refs, distilled = f"{prefix}refs", f"{prefix}distilled"
     said = ""
-    if not (ROOT / "weights" / distilled / "latest.pt").is_file():
+    if "distilled" in only and not (ROOT / "weights" / distilled / "latest.pt").is_file():
         args = ["translator", "distill", "--teacher", teacher, "--config", student]
         said = sh([*args, "--run", distilled, *common], log, stderr=True)
-    if not (ROOT / "weights" / refs / "latest.pt").is_file():
+    if "refs" in only and not (ROOT / "weights" / refs / "latest.pt").is_file():
         sh(["translator", "train", "--config", student, "--run", refs, *common], log)
     return refs, distilled, said
 
@@ -116,21 +128,26 @@ def main() -> None:
     p.add_argument("--dev", type=Path, default=DATA / "tatoeba-dev.jsonl")
     p.add_argument("--prefix", default="distill_")
     p.add_argument("--seed", type=int, help="the students' train.seed (default: student.yaml's)")
+    p.add_argument("--set", dest="sets", action="append", default=[], help="for both students")
+    p.add_argument("--only", default="refs,distilled", help="which students to train and score")
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "bench_distill")
     args = p.parse_args()
+    only = [name.strip() for name in args.only.split(",") if name.strip()]
+    if not set(only) <= {"refs", "distilled"}:
+        p.error(f"--only {args.only}: name refs, distilled or both, separated by a comma")
     os.chdir(ROOT)
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / "commands.log"
     teacher = args.teacher or f"{args.prefix}teacher"
     train_teacher(teacher, args.teacher_minutes, args.general, log)
     refs, distilled, said = train_students(
-        teacher, args.prefix, args.minutes, args.source, args.seed, log
+        teacher, args.prefix, args.minutes, args.source, args.seed, log, args.sets, only
     )
     translated = [  # one line per entry of data.source: sentences, seconds
         (int(n.replace(",", "")), int(t))
         for n, t in re.findall(r"([\d,]+) translated in (\d+) s \(", said)
     ]
-    runs = {"teacher": teacher, "refs": refs, "distilled": distilled}
+    runs = {"teacher": teacher} | {key: {"refs": refs, "distilled": distilled}[key] for key in only}
     figures = {key: measure(name, args.dev, args.out, log) for key, name in runs.items()}
     shutil.copy(log, args.out / "commands.last.log")
     print("| model | steps | greedy BLEU / chrF | shipped BLEU / chrF | int8 sent/s greedy 1 / 2 "

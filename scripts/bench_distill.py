@@ -54,7 +54,7 @@ def train_students(
     only: list[str],
 ):
     """The reference student and the distilled one (those named in `only`), each with the
-    `--set` overrides `sets`; the distill command's own account."""
+    `--set` overrides `sets`: their run names by kind, and the distill command's own account."""
     student = str(ROOT / "configs/student.yaml")
     teacher_source = yaml.safe_load((ROOT / "weights" / teacher / "config.yaml").read_text())
     data = source or json.dumps(teacher_source["data"]["source"])
@@ -68,7 +68,9 @@ def train_students(
         said = sh([*args, "--run", distilled, *common], log, stderr=True)
     if "refs" in only and not (ROOT / "weights" / refs / "latest.pt").is_file():
         sh(["translator", "train", "--config", student, "--run", refs, *common], log)
-    return refs, distilled, said
+    return {
+        kind: run for kind, run in (("refs", refs), ("distilled", distilled)) if kind in only
+    }, said
 
 
 def scores(run: str, dev: Path, beam: int | None, log: Path) -> tuple[float, float, int]:
@@ -140,14 +142,14 @@ def main() -> None:
     log = args.out / "commands.log"
     teacher = args.teacher or f"{args.prefix}teacher"
     train_teacher(teacher, args.teacher_minutes, args.general, log)
-    refs, distilled, said = train_students(
+    students, said = train_students(
         teacher, args.prefix, args.minutes, args.source, args.seed, log, args.sets, only
     )
     translated = [  # one line per entry of data.source: sentences, seconds
         (int(n.replace(",", "")), int(t))
         for n, t in re.findall(r"([\d,]+) translated in (\d+) s \(", said)
     ]
-    runs = {"teacher": teacher} | {key: {"refs": refs, "distilled": distilled}[key] for key in only}
+    runs = {"teacher": teacher} | students
     figures = {key: measure(name, args.dev, args.out, log) for key, name in runs.items()}
     shutil.copy(log, args.out / "commands.last.log")
     print("| model | steps | greedy BLEU / chrF | shipped BLEU / chrF | int8 sent/s greedy 1 / 2 "

@@ -116,7 +116,12 @@ def blend_with_parent(state: dict[str, Any], run_dir: Path, share: float) -> dic
     if mine.keys() != theirs.keys():
         raise CheckpointError(f"--with-parent: {checkpoint} holds other weights than the run")
     blended = weighted_sum([theirs, mine], [share, 1 - share])  # integer buffers: the run's
-    made_from = {"share": share, "checkpoint": str(checkpoint), "step": step}
+    made_from = {
+        "share": share,
+        "run": record.get("run"),
+        "checkpoint": str(checkpoint),
+        "step": step,
+    }
     return {**state, "model": blended, "blended_with_parent": made_from}
 
 
@@ -126,10 +131,10 @@ def average_run(
     output: Path | None = None,
     partial: bool = False,
     with_parent: float = 0.0,
-) -> Path:
+) -> tuple[Path, dict[str, Any]]:
     """Average the run's newest `last` step checkpoints into `output` (default averaged.pt);
     with `partial`, fewer when fewer are kept; with `with_parent`, that share of the weights
-    the run started from."""
+    the run started from. Returns where, and what was written."""
     if last < 1:
         raise ConfigError(f"--last {last}: give the number of checkpoints to average, e.g. 5")
     if not 0 <= with_parent < 1:
@@ -153,7 +158,7 @@ def average_run(
     if with_parent:
         state = blend_with_parent(state, run_dir, with_parent)
     save_checkpoint(state, output)
-    return output
+    return output, state
 
 
 def average_command(
@@ -163,14 +168,14 @@ def average_command(
     run_dir = weights_root / run
     if not run_dir.is_dir():
         raise ConfigError(f"--run {run}: no directory {run_dir}")
-    kept = step_checkpoints(run_dir)[-last:]
-    path = average_run(run_dir, last, output, with_parent=with_parent)
-    names = ", ".join(p.name for p in kept)
-    blended = ""
-    if with_parent:
-        record = read_parent_record(run_dir) or {}
-        blended = (
-            f", {with_parent:g} of the way to the weights of its parent {record.get('run')} "
-            f"(step {int(record.get('step', 0)):,}),"
-        )
-    print(f"averaged {len(kept)} checkpoints ({names}){blended} into {path}", file=sys.stderr)
+    path, state = average_run(run_dir, last, output, with_parent=with_parent)
+    names = state["averaged_from"]
+    made = state.get("blended_with_parent")
+    blended = (
+        f", {made['share']:g} of the way to the weights of its parent {made['run']} "
+        f"(step {made['step']:,}),"
+        if made
+        else ""
+    )
+    print(f"averaged {len(names)} checkpoints ({', '.join(names)}){blended} into {path}",
+          file=sys.stderr)  # fmt: skip

@@ -312,7 +312,9 @@ class Trainer:
             self._validate_and_sample()
             self.save(self.paths.latest, keep_step=True)
             if self.cfg.average_last:
-                averaged = average_run(self.paths.weights_dir, self.cfg.average_last, partial=True)
+                averaged, _ = average_run(
+                    self.paths.weights_dir, self.cfg.average_last, partial=True
+                )
                 log.info("averaged the last checkpoints into %s", averaged)
             if self.ema is not None:  # written last: translate and validate take the newer
                 state = weights_only(self.state_dict())

@@ -8,9 +8,10 @@ Without --teacher, the teacher is the 60-minute BPE-dropout recipe: configs/cpu.
 tokenizer.dropout 0.1 on the general corpus. Each student uses configs/student.yaml on the
 teacher's own data (or --source) for --minutes (30). Each model is then scored on the whole dev
 set with `translator validate --data` (greedy and its shipped decoding), exported int8 and timed
-with CTranslate2 on the dev set's sources: sentences/s greedy and shipped, on one thread and on
-two; size in MB; wall time of `translator translate --model DIR "Hello"`. The time the teacher
-took to translate the corpus is read from the distill command's output.
+with CTranslate2 on the dev set's sources, the fastest of 3 passes: sentences/s greedy and
+shipped, on one thread and on two; size in MB; wall time of `translator translate --model DIR
+"Hello"`. The time the teacher took to translate the corpus is read from the distill command's
+output.
 
 `--set key=value` (repeatable) changes both students' configs, e.g. a smaller vocabulary;
 `--only distilled` trains and scores one of the two students.
@@ -33,6 +34,8 @@ from pathlib import Path
 
 import yaml
 from bench_adapt import DATA, ROOT, sh
+
+PASSES = 3
 
 
 def train_teacher(name: str, minutes: float, source: Path, log: Path) -> None:
@@ -85,14 +88,18 @@ def scores(run: str, dev: Path, beam: int | None, log: Path) -> tuple[float, flo
 
 
 def speed(model_dir: Path, sentences: list[str], beam: int | None, threads: int) -> float:
-    """Sentences per second of the int8 export, over the dev set's sources, `threads` workers."""
+    """Sentences per second of the int8 export, over the dev set's sources, `threads` workers:
+    the fastest of `PASSES` passes (one pass on this shared machine moved by a third)."""
     from translator.export.engine import load_exported, translate_exported
 
     model = load_exported(model_dir, threads=threads)
     translate_exported(model, sentences[:64], beam)  # warm up
-    start = time.perf_counter()
-    translate_exported(model, sentences, beam)
-    return len(sentences) / (time.perf_counter() - start)
+    fastest = float("inf")
+    for _ in range(PASSES):
+        start = time.perf_counter()
+        translate_exported(model, sentences, beam)
+        fastest = min(fastest, time.perf_counter() - start)
+    return len(sentences) / fastest
 
 
 def start_time(model_dir: Path) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -166,6 +167,34 @@ def test_the_corpus_is_reused_and_keyed_by_the_teachers_checkpoint(
     assert other.digest != teacher.digest
     [second] = distilled_sources(other, config, [str(student_data)])
     assert second["path"] != first["path"] and opened == ["x"]
+
+
+def test_the_corpus_is_keyed_by_what_the_data_holds_not_where_or_when_it_was_written(
+    teacher_root: Path, student_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy, a move or a fresh download of the same file (new path, new mtime) finds the corpus
+    made from it; a file holding other pairs makes another."""
+    torch_only(monkeypatch)
+    config = student_config(student_data)
+    teacher = find_teacher("tiny", teacher_root / "weights")
+    [first] = distilled_sources(teacher, config, [str(student_data)])
+    opened: list[str] = []
+    real = teacher_module._torch_teacher
+    monkeypatch.setattr(
+        teacher_module, "_torch_teacher", lambda *a, **k: opened.append("x") or real(*a, **k)
+    )
+    copy = tmp_path / "elsewhere" / "copy.jsonl"
+    copy.parent.mkdir()
+    shutil.copyfile(student_data, copy)
+    os.utime(copy, ns=(10**18, 10**18))
+    [moved] = distilled_sources(teacher, config, [str(copy)])
+    assert moved["path"] == first["path"] and opened == [], "the same content: reused"
+
+    lines = copy.read_text().splitlines(keepends=True)
+    copy.write_text("".join(lines[:-1]))  # one pair fewer
+    [edited] = distilled_sources(teacher, config, [str(copy)])
+    assert edited["path"] != first["path"] and opened == ["x"], "other content: translated"
+    assert len(list(iter_pairs_tsv(Path(edited["path"])))) == len(lines) - 1
 
 
 def test_the_chrf_filter_replaces_exactly_the_translations_below_it(

@@ -1,7 +1,7 @@
 """The distilled corpus: one source of the training data, its source side translated by the
-teacher. A derived file like the prepared store: keyed (teacher weights, source file, languages,
-decoding), written whole or not at all, proved whole when opened, shared by every student of that
-teacher on that data.
+teacher. A derived file like the prepared store: keyed (teacher weights, source content,
+languages, decoding), written whole or not at all, proved whole when opened, shared by every
+student of that teacher on that data.
 
 While it is made, the translations go to `translations.partial`, a chunk at a time, each chunk
 flushed to disk: an interrupted translation goes on after the last whole line. When every source
@@ -40,18 +40,28 @@ PAIRS, PARTIAL, META = "pairs.tsv", "translations.partial", "meta.json"
 def corpus_key(
     teacher_digest: str, engine: str, source: Source, data: DataConfig, decode: DecodeConfig
 ) -> str:
-    """What a distilled corpus is made of: the teacher's weights and engine, the source's files,
-    the languages and the decoding. A change to any of them makes another corpus."""
+    """What a distilled corpus is made of: the teacher's weights and engine, what the source's
+    files hold, the languages and the decoding. A change to any of them makes another corpus."""
     ident = {
         "format": FORMAT,
         "teacher": teacher_digest,
         "engine": engine,
-        "source": source.fingerprint(),
+        "source": source_content(source),
         "langs": [data.lang_src, data.lang_tgt],
         **({"hub_config": data.hub_config} if source.kind == "hub" else {}),
         "decode": {k: v for k, v in asdict(decode).items() if k != "batch_size"},
     }
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def source_content(source: Source) -> list[object]:
+    """A source by what its files hold, not where or when they were written: their SHA-256 (a
+    hub dataset: its name). A copy, a move or a fresh download of the same file finds the corpus
+    made from it; hashing costs a few seconds a gigabyte, translating it again hours. (The
+    prepared store is keyed by path, size and mtime: preparing again costs far less.)"""
+    if source.kind == "hub":
+        return source.fingerprint()
+    return [source.kind, *(file_digest(path) for path in source.paths)]
 
 
 def one_line(text: str) -> str:

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -143,18 +144,27 @@ def _spy(fn, record: list[int]):  # type: ignore[no-untyped-def]
     return wrapped
 
 
-def test_the_corpus_is_reused_and_keyed_by_the_teachers_checkpoint(
-    teacher_root: Path, student_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def distilled_once(
+    teacher_root: Path, data: Path, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Teacher, dict[str, Any], list[str]]:
+    """The tiny teacher, the corpus it made of `data`, and a list that grows by one each time the
+    teacher is opened from then on (to translate something not made before)."""
     torch_only(monkeypatch)
-    config = student_config(student_data)
     teacher = find_teacher("tiny", teacher_root / "weights")
-    [first] = distilled_sources(teacher, config, [str(student_data)])
+    [first] = distilled_sources(teacher, config, [str(data)])
     opened: list[str] = []
     real = teacher_module._torch_teacher
     monkeypatch.setattr(
         teacher_module, "_torch_teacher", lambda *a, **k: opened.append("x") or real(*a, **k)
     )
+    return teacher, first, opened
+
+
+def test_the_corpus_is_reused_and_keyed_by_the_teachers_checkpoint(
+    teacher_root: Path, student_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = student_config(student_data)
+    teacher, first, opened = distilled_once(teacher_root, student_data, config, monkeypatch)
     [again] = distilled_sources(teacher, config, [str(student_data)])
     assert again == first and opened == [], "the same teacher on the same data: reused"
 
@@ -174,15 +184,8 @@ def test_the_corpus_is_keyed_by_what_the_data_holds_not_where_or_when_it_was_wri
 ) -> None:
     """A copy, a move or a fresh download of the same file (new path, new mtime) finds the corpus
     made from it; a file holding other pairs makes another."""
-    torch_only(monkeypatch)
     config = student_config(student_data)
-    teacher = find_teacher("tiny", teacher_root / "weights")
-    [first] = distilled_sources(teacher, config, [str(student_data)])
-    opened: list[str] = []
-    real = teacher_module._torch_teacher
-    monkeypatch.setattr(
-        teacher_module, "_torch_teacher", lambda *a, **k: opened.append("x") or real(*a, **k)
-    )
+    teacher, first, opened = distilled_once(teacher_root, student_data, config, monkeypatch)
     copy = tmp_path / "elsewhere" / "copy.jsonl"
     copy.parent.mkdir()
     shutil.copyfile(student_data, copy)

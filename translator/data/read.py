@@ -18,6 +18,7 @@ from typing import IO, Literal
 
 from translator.config import DataConfig
 from translator.data.hub import BATCH_ROWS, iter_hub_pairs
+from translator.data.integrity import file_digest
 from translator.errors import DataError
 
 Pair = tuple[str, str]
@@ -44,6 +45,13 @@ class Source:
             stat = path.stat()
             out.append([str(path.resolve()), stat.st_size, stat.st_mtime_ns])
         return out
+
+    def content(self) -> list[object]:
+        """What its files hold, not where or when they were written: their SHA-256 (the hub: its
+        name). For what costs far more to remake than a read of the files (a distilled corpus)."""
+        if self.kind == "hub":
+            return self.fingerprint()
+        return [self.kind, *(file_digest(path) for path in self.paths)]
 
 
 def resolve_sources(cfg: DataConfig) -> list[Source]:

@@ -46,22 +46,12 @@ def corpus_key(
         "format": FORMAT,
         "teacher": teacher_digest,
         "engine": engine,
-        "source": source_content(source),
+        "source": source.content(),  # a copy or a fresh download of the same file: the same corpus
         "langs": [data.lang_src, data.lang_tgt],
         **({"hub_config": data.hub_config} if source.kind == "hub" else {}),
         "decode": {k: v for k, v in asdict(decode).items() if k != "batch_size"},
     }
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
-
-
-def source_content(source: Source) -> list[object]:
-    """A source by what its files hold, not where or when they were written: their SHA-256 (a
-    hub dataset: its name). A copy, a move or a fresh download of the same file finds the corpus
-    made from it; hashing costs a few seconds a gigabyte, translating it again hours. (The
-    prepared store is keyed by path, size and mtime: preparing again costs far less.)"""
-    if source.kind == "hub":
-        return source.fingerprint()
-    return [source.kind, *(file_digest(path) for path in source.paths)]
 
 
 def one_line(text: str) -> str:

@@ -19,6 +19,7 @@ Every import counts: at the top of a module, inside a function, or under `if TYP
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,47 @@ def test_every_module_opens_with_a_docstring_and_stays_short() -> None:
         assert doc and doc.splitlines()[0].strip(), f"{path}: no opening one-line docstring"
         n = text.count("\n")
         assert n <= MAX_LINES, f"{path}: {n} lines; split it along its seams (≤ {MAX_LINES})"
+
+
+# --------------------------------------------------------------------------- the README's table
+
+README = PACKAGE.parent / "README.md"
+
+
+def readme_wings_table(text: str) -> dict[str, tuple[set[str], set[str]]]:
+    """The README's "Project layout" table: wing -> (the files its row names, what it imports)."""
+    section = text.split("\n## Project layout\n", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, tuple[set[str], set[str]]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| ") or len(cells) != 3 or cells[0] == "wing":
+            continue
+        names = set(re.findall(r"`([^`]+)`", cells[0]))
+        if cells[0].startswith(("the ground", "the top")):
+            wing = cells[0].split()[1].rstrip(":")
+        else:
+            wing = cells[0].strip("`").rstrip("/")
+        may = {w.strip().removeprefix("the ") for w in cells[2].split(",")} - {"nothing"}
+        rows[wing] = (names, may)
+    return rows
+
+
+def test_readme_wings_table_matches_the_tree() -> None:
+    rows = readme_wings_table(README.read_text(encoding="utf-8"))
+    fix = "; update the table in README.md's 'Project layout'"
+    assert set(rows) == {*WINGS, "ground", "top"}, f"README's wings: {sorted(rows)}{fix}"
+    for wing in WINGS:
+        names, may = rows[wing]
+        assert names == {f"{wing}/"} and (PACKAGE / wing / "__init__.py").exists(), wing + fix
+        rule = ALLOWED[wing] - {wing}
+        assert may == rule, f"README: {wing} may import {sorted(may)}, the rule {sorted(rule)}{fix}"
+    ground, may = rows["ground"]
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    tree = {f"{name}/" for name in packages - set(WINGS)}
+    tree |= {p.name for p in PACKAGE.glob("*.py") if module_name(p) not in TOP}
+    assert ground == tree, f"README's ground row: {sorted(ground)}; the tree: {sorted(tree)}{fix}"
+    assert may == set(), f"README: the ground may import {sorted(may)}; the rule: nothing{fix}"
+    top, may = rows["top"]
+    listed = {f"translator.{Path(name).stem}" for name in top}
+    assert listed == TOP - {"translator"}, f"README's top row: {sorted(top)}{fix}"
+    assert may == {"anything"}, f"README: the top may import {sorted(may)}; the rule: anything{fix}"

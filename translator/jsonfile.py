@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from translator.durable import publish_text
 from translator.errors import CheckpointError
 
 
@@ -22,7 +23,8 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
 
 
 def save_word_table(table: dict[str, Any], path: Path) -> None:
-    path.write_text(json.dumps(table, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
+    """Write a table of words whole (translator/durable.py)."""
+    publish_text(path, json.dumps(table, ensure_ascii=False, indent=0) + "\n")
 
 
 def load_word_table(path: Path, what: str, valid: Callable[[Any], bool]) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ import pytest
 import torch
 from helpers import ROOT, make_pairs, write_jsonl
 
-import translator.run.checkpoint as checkpoint
+import translator.durable as durable
 from translator.errors import CheckpointError
 from translator.run.checkpoint import FORMAT, VERSION, load_checkpoint, save_checkpoint
 from translator.training.train import train_command
@@ -97,7 +97,7 @@ def test_disk_full_at_fsync_keeps_previous_checkpoint(
     def fsync(fd: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(checkpoint.os, "fsync", fsync)
+    monkeypatch.setattr(durable.os, "fsync", fsync)
     with pytest.raises(CheckpointError) as exc:
         save_checkpoint(make_state(2.0), path)
     assert_one_line(exc, "No space left on device")
@@ -146,7 +146,7 @@ def test_unwritable_directory_is_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     def denied(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
 
-    monkeypatch.setattr(checkpoint, "open", denied, raising=False)
+    monkeypatch.setattr(durable, "open", denied, raising=False)
     with pytest.raises(CheckpointError) as exc:
         save_checkpoint(make_state(1.0), tmp_path / "ro" / "latest.pt")
     assert_one_line(exc, "Permission denied", "writable weights directory")

@@ -99,7 +99,7 @@ def step_of(path: Path) -> int:
 
 def temp_files_of(weights: Path, pid: int) -> list[Path]:
     """Checkpoint temp files of the process `pid` (see `save_checkpoint`)."""
-    return sorted(weights.glob(f".*.pt.{pid}.tmp"))
+    return sorted(weights.glob(f".*.pt.{pid}-*.tmp"))
 
 
 def kill_when_writing(launch: Launch, weights: Path, timeout: float = 20) -> bool:

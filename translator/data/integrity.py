@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
+from translator.durable import file_digest, remove_dir
 from translator.errors import DataError
 
 
@@ -42,15 +41,6 @@ def verify_files(path: Path, meta: dict[str, Any]) -> None:
             raise StoreDamaged(path, f"{name} holds id {largest}, past the vocabulary")
 
 
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file, read in 8 MiB pieces (flat memory, whatever its size)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while piece := f.read(1 << 23):
-            digest.update(piece)
-    return digest.hexdigest()
-
-
 def meta_digest(meta: dict[str, Any]) -> str:
     body = {k: v for k, v in meta.items() if k != "meta_sha256"}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -59,9 +49,4 @@ def meta_digest(meta: dict[str, Any]) -> str:
 def discard_damaged(damaged: StoreDamaged) -> None:
     """Move a damaged store out of its place, then delete it (a reader that has it open keeps
     its files until it closes them), so the next prepare writes a fresh one."""
-    aside = damaged.path.with_name(f".damaged-{damaged.path.name}-{os.getpid()}")
-    try:
-        os.rename(damaged.path, aside)
-    except OSError:
-        return
-    shutil.rmtree(aside, ignore_errors=True)
+    remove_dir(damaged.path)

@@ -55,6 +55,7 @@ from translator.data.read import Pair, resolve_sources
 from translator.data.spelling import SPELLING_FILE
 from translator.data.tokenizer import fingerprint, load_tokenizer, save_tokenizer
 from translator.data.typed import FORMS_VERSION
+from translator.durable import process_alive, publish_dir
 from translator.errors import DataError
 from translator.jsonfile import save_word_table
 
@@ -333,12 +334,8 @@ class StoreWriter:
         """Rename the finished folder to `final`. A folder there already is a store that a
         concurrent writer committed first (then kept), or one of an older format or a damaged
         one (then set aside and replaced)."""
-        try:
-            os.rename(self.tmp, self.final)
+        if publish_dir(self.tmp, self.final):  # its files flushed to disk, then renamed
             return
-        except OSError as exc:
-            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                raise
         try:
             if open_store(self.final) is not None:
                 shutil.rmtree(self.tmp, ignore_errors=True)
@@ -354,21 +351,11 @@ def remove_stale_temps(final: Path) -> int:
     removed = 0
     for tmp in final.parent.glob(f".tmp-{final.name}-*"):
         pid = tmp.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and process_alive(int(pid)):
             continue
         shutil.rmtree(tmp, ignore_errors=True)
         removed += 1
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _disk_error(exc: OSError, final: Path) -> DataError:

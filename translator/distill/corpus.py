@@ -26,9 +26,9 @@ from typing import Any
 from translator.config import DataConfig, DecodeConfig
 from translator.data.integrity import file_digest
 from translator.data.read import Pair, Source, iter_source
+from translator.durable import publish_text, published
 from translator.errors import DataError, RunInUseError
 from translator.jsonfile import read_json_object
-from translator.run.checkpoint import fsync_dir
 from translator.run.lock import run_lock
 
 log = logging.getLogger("translator")
@@ -157,16 +157,21 @@ def _distil_locked(
 
 
 def whole_lines(partial: Path) -> int:
-    """Translations kept in `partial`: its whole lines; a line cut short by an interruption is
-    removed, to be translated again."""
+    """Translations kept in `partial`: its whole lines, counted a piece at a time (flat memory,
+    whatever its size); a line cut short by an interruption is removed, to be translated again."""
     if not partial.is_file():
         return 0
-    data = partial.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
-        with partial.open("r+b") as f:
+    lines = end = read = 0
+    with partial.open("r+b") as f:
+        while piece := f.read(1 << 23):
+            lines += piece.count(b"\n")
+            last = piece.rfind(b"\n")
+            if last >= 0:
+                end = read + last + 1
+            read += len(piece)
+        if end < read:
             f.truncate(end)
-    return data.count(b"\n", 0, end)
+    return lines
 
 
 def _translate_rest(
@@ -207,36 +212,23 @@ def _translate_rest(
 def _finish(source: Source, data: DataConfig, path: Path, total: int) -> dict[str, Any]:
     """pairs.tsv from the sources and the translations, then meta.json: the corpus is whole."""
     partial, pairs = path / PARTIAL, path / PAIRS
-    tmp = path / f".{PAIRS}.tmp"
-    count = 0
-    with partial.open(encoding="utf-8") as outputs, tmp.open("w", encoding="utf-8") as f:
+    count = extra = 0
+    with partial.open(encoding="utf-8") as outputs, published(pairs) as f:
         for src, out in zip(source_sentences(source, data), outputs, strict=False):
             f.write(f"{src}\t{out.rstrip(chr(10))}\n")
             count += 1
         extra = sum(1 for _ in outputs)
-        _sync(f)
-    if count != total or extra:
-        tmp.unlink()
-        raise DataError(
-            f"{source.name}: {total:,} pairs were counted but {count + extra:,} translated; the "
-            f"source changed while it was translated: delete {path} and run the distillation again"
-        )
-    tmp.replace(pairs)
+        if count != total or extra:
+            raise DataError(
+                f"{source.name}: {total:,} pairs were counted but {count + extra:,} translated; "
+                f"the source changed while it was translated: delete {path} and run the "
+                "distillation again"
+            )
     meta = {"format": FORMAT, "source": source.name, "pairs": count,
             "size": pairs.stat().st_size, "sha256": file_digest(pairs)}  # fmt: skip
-    tmp_meta = path / f".{META}.tmp"
-    with tmp_meta.open("w", encoding="utf-8") as f:
-        f.write(json.dumps(meta, indent=1) + "\n")
-        _sync(f)
-    tmp_meta.replace(path / META)
-    fsync_dir(path)  # both names on disk before the translations they came from are removed
-    partial.unlink()
+    publish_text(path / META, json.dumps(meta, indent=1) + "\n")  # both names are on disk
+    partial.unlink()  # before the translations they came from are removed
     return meta
-
-
-def _sync(f: Any) -> None:
-    f.flush()
-    os.fsync(f.fileno())
 
 
 def iter_pairs_tsv(path: Path) -> Iterator[Pair]:

@@ -22,6 +22,7 @@ from translator.config import ModelConfig
 from translator.data.casing import CASING_FILE
 from translator.data.spelling import SPELLING_FILE
 from translator.data.tokenizer import save_tokenizer
+from translator.durable import temp_name
 from translator.errors import ConfigError, TranslatorError
 from translator.export.engine import META_FILE, import_ctranslate2
 from translator.inference.predict import LoadedModel, load_model
@@ -167,7 +168,7 @@ def export_model(loaded: LoadedModel, output: Path, quantization: str = "int8") 
     spec = build_spec(loaded.model, src_tokens, tgt_tokens)
     spec.validate()
     spec.optimize(quantization=quantization)
-    tmp = output.with_name(f".{output.name}.tmp")
+    tmp = temp_name(output)  # two exports to one place never share a temporary folder
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir(parents=True)

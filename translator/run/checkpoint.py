@@ -1,9 +1,7 @@
-"""Checkpoints: atomic save, safe load (`weights_only`), and the files of a run directory."""
+"""Checkpoints: durable save, safe load (`weights_only`), and the files of a run directory."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import pickle
 import re
 from pathlib import Path
@@ -11,6 +9,7 @@ from typing import Any, BinaryIO
 
 import torch
 
+from translator.durable import published, remove_stale_temps
 from translator.errors import CheckpointError
 
 FORMAT = "translator-checkpoint"
@@ -21,15 +20,14 @@ AVERAGED = "averaged.pt"  # the mean of the last kept checkpoints (train.average
 
 
 def save_checkpoint(state: dict[str, Any], path: Path) -> None:
-    """Write `state` to `path` atomically: a temp file in the same directory, fsync, rename.
+    """Write `state` to `path` whole (translator/durable.py: a temp file, fsync, rename).
 
     A crash or a full disk leaves the previous file at `path` untouched.
     """
     state = {"format": FORMAT, "version": VERSION, **state}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
+        with published(path, "wb") as f:
             writer = _Writer(f)
             try:
                 torch.save(state, writer)
@@ -37,21 +35,13 @@ def save_checkpoint(state: dict[str, Any], path: Path) -> None:
                 if writer.error is None:
                     raise
                 raise writer.error from None
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        if not isinstance(exc, OSError):
-            raise
+    except OSError as exc:
         kept = "the previous checkpoint is intact" if path.is_file() else "nothing was written"
         raise CheckpointError(
             f"could not write checkpoint {path}: {exc.strerror or exc}; {kept}; free some disk "
             "space or choose a writable weights directory"
         ) from None
-    fsync_dir(path.parent)
-    _remove_stale_temps(path)
+    remove_stale_temps(path)
 
 
 class _Writer:
@@ -132,24 +122,3 @@ def _unpickling_problem(path: Path, exc: pickle.UnpicklingError) -> str:
 def _first_sentence(exc: Exception) -> str:
     text = re.sub(r"\[enforce fail at [^\]]*\][\s.]*", "", " ".join(str(exc).split()))
     return (text or type(exc).__name__).split(". ")[0][:160]
-
-
-def _remove_stale_temps(path: Path) -> None:
-    """Delete temp files of `path` left by writers that were killed mid-write."""
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):
-        with contextlib.suppress(OSError):
-            stale.unlink()
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make the names just written in `directory` durable (where the platform allows)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

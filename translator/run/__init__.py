@@ -2,5 +2,5 @@
 finding the checkpoint to load.
 
 Below both training and inference, so `translate` loads a checkpoint without importing training.
-May import: config, errors, specials. Nothing of the wings.
+May import: config, errors, specials, durable, jsonfile. Nothing of the wings.
 """

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from translator.durable import file_digest
 from translator.errors import CheckpointError, ConfigError
 from translator.run.checkpoint import AVERAGED, load_checkpoint, save_checkpoint
 from translator.run.lineage import read_parent_record
@@ -99,18 +100,18 @@ def blend_with_parent(state: dict[str, Any], run_dir: Path, share: float) -> dic
         )
     checkpoint = Path(record["checkpoint"])
     try:
+        digest = file_digest(checkpoint) if checkpoint.is_file() else None
         parent = load_checkpoint(checkpoint)
     except CheckpointError as exc:
         raise CheckpointError(
             f"--with-parent: the parent's checkpoint, as {run_dir / PARENT_RECORD} names it: {exc}"
         ) from None
     step = int(parent["progress"].get("step", 0))
-    if step != record["step"] or parent["tokenizers"] != state["tokenizers"]:
+    _check_same_parent(record, run_dir, checkpoint, digest, step)
+    if parent["tokenizers"] != state["tokenizers"]:
         raise CheckpointError(
-            f"--with-parent: {checkpoint} is now at step {step:,}, but run {run_dir.name} "
-            f"started from it at step {record['step']:,}; the parent has changed since, and only "
-            "the weights the run started from can be blended: keep a copy of the parent's run "
-            "as it was"
+            f"--with-parent: {checkpoint} has another vocabulary than run {run_dir.name}; it is "
+            "not the checkpoint the run started from: keep a copy of the parent's run as it was"
         )
     mine, theirs = state["model"], parent["model"]
     if mine.keys() != theirs.keys():
@@ -121,8 +122,29 @@ def blend_with_parent(state: dict[str, Any], run_dir: Path, share: float) -> dic
         "run": record.get("run"),
         "checkpoint": str(checkpoint),
         "step": step,
+        **({"sha256": digest} if digest else {}),
     }
     return {**state, "model": blended, "blended_with_parent": made_from}
+
+
+def _check_same_parent(
+    record: dict[str, Any], run_dir: Path, checkpoint: Path, digest: str | None, step: int
+) -> None:
+    """The parent's checkpoint is the very file the run started from (its SHA-256, recorded in
+    parent.json; the step alone for records made before the hash was kept)."""
+    then, now = record.get("sha256"), digest
+    if (then is None or then == now) and step == record["step"]:
+        return
+    changed = (
+        f"its content changed (SHA-256 {then[:12]}… then, {now[:12]}… now)"
+        if then is not None and then != now
+        else "it was rewritten"
+    )
+    raise CheckpointError(
+        f"--with-parent: {checkpoint} is not the checkpoint run {run_dir.name} started from: "
+        f"{changed}; step {step:,} now, {record['step']:,} then; only the weights the run "
+        "started from can be blended: restore that file from a copy of the parent's run as it was"
+    )
 
 
 def average_run(

@@ -2,6 +2,7 @@
 
 runs/<name>/      TensorBoard events
 weights/<name>/   config.yaml, split.json, tokenizer_{src,tgt}.json, latest.pt, best.pt,
+                  casing.json, spelling.json (tables learnt from its data),
                   parent.json (a run made from another run), teacher.json (a distilled one)
 """
 
@@ -17,6 +18,9 @@ PARENT_RECORD = "parent.json"
 """The run this run was made from (train.init_from): run/lineage.py writes and reads it."""
 TEACHER_RECORD = "teacher.json"
 """A distilled run's teacher (`translator distill`): what made its training data."""
+WORD_TABLES = ("casing.json", "spelling.json")
+"""Tables of words learnt from the run's data (translator/data/store.py's WORD_TABLES, which
+tests/run checks are these)."""
 
 
 def check_run_name(name: str) -> None:
@@ -70,13 +74,20 @@ class RunPaths:
     def tokenizer(self, side: str) -> Path:
         return self.weights_dir / f"tokenizer_{side}.json"
 
-    def discard_prepared(self) -> None:
-        """Remove the split, tokenizers and encoded data of an attempt that never checkpointed."""
+    def discard_prepared(self) -> list[str]:
+        """Remove what an earlier attempt of this run name that never checkpointed left: its
+        split, tokenizers, encoded data, word tables and lineage records. The names removed."""
         if not self.weights_dir.is_dir():
-            return
+            return []
         prepared = (self.split, self.encoded, self.store_record, self.parent_record)
-        for f in (*prepared, self.tokenizer("src"), self.tokenizer("tgt")):
-            f.unlink(missing_ok=True)
+        tables = (self.weights_dir / name for name in WORD_TABLES)
+        removed = []
+        for f in (*prepared, self.weights_dir / TEACHER_RECORD, *tables,
+                  self.tokenizer("src"), self.tokenizer("tgt")):  # fmt: skip
+            if f.is_file():
+                f.unlink()
+                removed.append(f.name)
+        return removed
 
     def make(self) -> None:
         """Create both directories, with a one-line error when that is not possible."""

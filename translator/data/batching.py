@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
@@ -9,6 +10,7 @@ from typing import overload
 import numpy as np
 import torch
 
+from translator.errors import DataError
 from translator.specials import EOS_ID, PAD_ID, SOS_ID
 
 
@@ -136,6 +138,38 @@ def _pad(seqs: Sequence[list[int]], pad_id: int) -> torch.Tensor:
     for row, seq in enumerate(seqs):
         out[row, : len(seq)] = seq
     return torch.from_numpy(out)
+
+
+BYTES_PER_EXAMPLE = 48
+"""Memory an epoch's order takes per example while it is made (its indices, their shuffle, the
+sort by length, the batch bounds), measured from TokenBatchSampler.batches."""
+
+
+def check_epoch_size(counts: Sequence[int], weights: Sequence[float], names: Sequence[str]) -> None:
+    """Refuse, in one line, weights that make an epoch too large to put in order in this
+    machine's memory: `counts` are the examples of each entry of data.source, `names` its names."""
+    sizes = [weighted_count(n, w) for n, w in zip(counts, weights, strict=True)]
+    limit = memory_bytes() // 2 // BYTES_PER_EXAMPLE
+    if sum(sizes) <= limit:
+        return
+    k = max(range(len(sizes)), key=lambda i: sizes[i])
+    name = names[k] if k < len(names) else f"entry {k + 1}"
+    room = max(limit - (sum(sizes) - sizes[k]), 0)
+    most = f"at most {room / counts[k]:,.3g}" if counts[k] and room else "a smaller one"
+    raise DataError(
+        f"data.source: {name} with weight {weights[k]:,g} makes an epoch of {sum(sizes):,} "
+        f"examples ({counts[k]:,} x {weights[k]:,g}), about "
+        f"{sum(sizes) * BYTES_PER_EXAMPLE / 2**30:,.0f} GiB to put in order, more than half of "
+        f"this machine's {memory_bytes() / 2**30:,.0f} GiB; give it {most} as its weight"
+    )
+
+
+def memory_bytes() -> int:
+    """This machine's memory (64 GiB where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 64 * 2**30
 
 
 def weighted_count(n: int, weight: float) -> int:

@@ -37,6 +37,7 @@ from translator.data.store import (
 )
 from translator.data.testsets import EvalSet
 from translator.data.tokenizer import load_tokenizer
+from translator.durable import publish_text, published
 from translator.errors import DataError
 from translator.run.paths import RunPaths
 
@@ -112,11 +113,24 @@ def _recorded_store(config: Config, paths: RunPaths) -> Store | None:
     recorded = store.meta["ident"]
     if ident["sources"] != recorded["sources"]:
         raise DataError(
-            f"data.source: the corpus files differ (size or time) from those run {paths.name!r} "
-            f"was prepared from ({store.path}); the data changed since the run started "
-            "(start a new --run)"
+            f"data.source: run {paths.name!r} was prepared from {source_names(recorded['sources'])}"
+            f", but data.source now reads {source_names(ident['sources'])}: the data changed "
+            "since the run started; resume it on the data it started with, or start another run "
+            "on this data with --run NEW_NAME"
         )
     return store if ident == recorded else None  # other settings: prepare again, same split
+
+
+def source_names(sources: list[Any]) -> str:
+    """The files (or hub dataset) of a store's recorded sources, as a user gave them."""
+    names = []
+    for source in sources:
+        kind, *files = source
+        names += [
+            f"{f[0]} ({f[1]:,} bytes)" if isinstance(f, list) and len(f) > 1 else str(f)
+            for f in files
+        ] or [kind]
+    return ", ".join(names) or "nothing"
 
 
 def _prepare_again(config: Config, paths: RunPaths, damaged: StoreDamaged) -> None:
@@ -154,10 +168,10 @@ def _record(paths: RunPaths, store: Store) -> None:
         return
     for side in ("src", "tgt"):
         if not paths.tokenizer(side).is_file():
-            shutil.copy(store.path / f"tokenizer_{side}.json", paths.tokenizer(side))
+            _copy(store.path / f"tokenizer_{side}.json", paths.tokenizer(side))
     for name in WORD_TABLES:  # learnt from this run's data, not a parent's
         if (store.path / name).is_file() and not (paths.weights_dir / name).is_file():
-            shutil.copy(store.path / name, paths.weights_dir / name)
+            _copy(store.path / name, paths.weights_dir / name)
     if not paths.split.is_file():
         n_pairs = store.meta["n_pairs"]
         record = {"n_pairs": n_pairs, "seed": store.meta["ident"]["seed"]}
@@ -165,10 +179,13 @@ def _record(paths: RunPaths, store: Store) -> None:
     _write_json(paths.store_record, {"path": str(store.path.resolve()), "key": store.meta["key"]})
 
 
+def _copy(src: Path, dst: Path) -> None:
+    with published(dst, "wb") as f, src.open("rb") as source:
+        shutil.copyfileobj(source, f)
+
+
 def _write_json(path: Path, record: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(record), encoding="utf-8")
-    tmp.replace(path)
+    publish_text(path, json.dumps(record))
 
 
 def data_summary(data: PreparedData, weights: list[float] | None = None) -> str:
@@ -186,16 +203,25 @@ def data_summary(data: PreparedData, weights: list[float] | None = None) -> str:
     )
 
 
+def entry_names(data: PreparedData) -> list[str]:
+    """The name of each entry of data.source, in order."""
+    return [name for name, _ in data.stats.per_source] or ["data.source"]
+
+
+def entry_counts(data: PreparedData, n_entries: int) -> list[int]:
+    """The training pairs of each entry of data.source (each counted once under BPE-dropout)."""
+    copies = data.train.copies
+    n_copies = int(copies.max()) + 1 if copies is not None and len(copies) else 1
+    if data.train_entries is None:
+        return [len(data.train) // n_copies]
+    return (np.bincount(data.train_entries, minlength=n_entries) // n_copies).tolist()
+
+
 def _per_entry(data: PreparedData, weights: list[float], n_copies: int) -> str:
     """`; an epoch: A 29,000 x 2 = 58,000 + B 115,965 x 0.25 = 28,991` (training pairs)."""
     if len(weights) < 2 and all(w == 1 for w in weights):
         return ""
-    names = [name for name, _ in data.stats.per_source] or ["data.source"]
-    entries = data.train_entries
-    if entries is None:
-        counts = [len(data.train) // n_copies]
-    else:
-        counts = (np.bincount(entries, minlength=len(weights)) // n_copies).tolist()
+    names, counts = entry_names(data), entry_counts(data, len(weights))
     parts = [
         f"{name} {n:,} x {w:g} = {weighted_count(n, w):,}"
         for name, n, w in zip(names, counts, weights, strict=False)

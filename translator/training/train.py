@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -17,6 +18,7 @@ from translator.device import autocast_dtype, resolve_device
 from translator.errors import CheckpointError, ConfigError
 from translator.metrics import NullLogger, TensorBoardLogger
 from translator.model.transformer import build_model, count_parameters
+from translator.run.branch import set_aside_later
 from translator.run.checkpoint import load_checkpoint
 from translator.run.lineage import Parent, write_parent_record
 from translator.run.lock import run_lock
@@ -47,15 +49,21 @@ def train_command(
     device_name: str | None,
     runs_root: Path = Path("runs"),
     weights_root: Path = Path("weights"),
+    locked: Callable[[RunPaths, bool], None] | None = None,
 ) -> Trainer:
     """`translator train`: build everything from the config and train; resume when asked.
 
     Under torchrun, every process runs this; rank 0 alone prepares the data, logs and saves.
+    `locked(paths, resuming)` is called by rank 0 once it holds the run's lock and a fresh start
+    has cleared what an earlier attempt left: what a caller writes into the run goes there
+    (distill's teacher.json).
     """
     if launched_by_torchrun():
         init_distributed(resolve_device(device_name))
     try:
-        return _train(config_path, overrides, run, resume, device_name, runs_root, weights_root)
+        return _train(
+            config_path, overrides, run, resume, device_name, runs_root, weights_root, locked
+        )
     finally:
         shutdown()
 
@@ -68,6 +76,7 @@ def _train(
     device_name: str | None,
     runs_root: Path,
     weights_root: Path,
+    locked: Callable[[RunPaths, bool], None] | None = None,
 ) -> Trainer:
     rank = current_rank()
     level = logging.INFO if rank.is_main else logging.WARNING
@@ -87,7 +96,7 @@ def _train(
         return _train_run(config, paths, resume_path, device_name, parent, eval_sets)
     paths.make()
     with run_lock(paths.weights_dir, paths.name):
-        return _train_run(config, paths, resume_path, device_name, parent, eval_sets)
+        return _train_run(config, paths, resume_path, device_name, parent, eval_sets, locked)
 
 
 def _train_run(
@@ -97,6 +106,7 @@ def _train_run(
     device_name: str | None,
     parent: Parent | None = None,
     eval_sets: dict[str, list[Pair]] | None = None,
+    locked: Callable[[RunPaths, bool], None] | None = None,
 ) -> Trainer:
     """Prepare data, model and Trainer, then train; rank 0 holds the run's lock meanwhile."""
     rank = current_rank()
@@ -105,8 +115,17 @@ def _train_run(
             f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it with "
             f"--resume, or start another with --run NEW_NAME"
         )
-    if resume_path is None and rank.is_main:
-        paths.discard_prepared()  # a fresh start: nothing of an earlier, failed attempt is reused
+    if resume_path is None and rank.is_main:  # a fresh start: nothing of an earlier attempt
+        removed = paths.discard_prepared()
+        if removed:
+            log.info(
+                "run %s starts afresh: removed what an earlier attempt of it left before its "
+                "first checkpoint (%s)",
+                paths.name,
+                ", ".join(removed),
+            )
+    if locked is not None and rank.is_main:
+        locked(paths, resume_path is not None)
     if parent is not None:
         start_from_parent(parent, paths, rank.is_main)
     device = resolve_device(device_name)
@@ -153,6 +172,10 @@ def _train_run(
     if resume_path is not None:
         trainer.load_state_dict(load_checkpoint(resume_path, map_location=device), resume_path)
         log.info("resumed from %s at step %d", resume_path, trainer.progress.step)
+        if rank.is_main:  # an earlier checkpoint: what came after it is another branch
+            moved = set_aside_later(paths.weights_dir, trainer.progress.step, resume_path)
+            if moved:
+                log.info("%s", moved)
     log.info("ready to train after %.1f s", time.perf_counter() - start)
     trainer.fit()
     return trainer

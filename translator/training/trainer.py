@@ -20,8 +20,15 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from translator.config import Config
-from translator.data.batching import Batch, TokenBatchSampler, collate, drop_examples, shard_batches
-from translator.data.prepare import PreparedData
+from translator.data.batching import (
+    Batch,
+    TokenBatchSampler,
+    check_epoch_size,
+    collate,
+    drop_examples,
+    shard_batches,
+)
+from translator.data.prepare import PreparedData, entry_counts, entry_names
 from translator.device import autocast_dtype
 from translator.errors import TranslatorError
 from translator.metrics import Logger, NullLogger
@@ -84,6 +91,8 @@ class Trainer:
         self.amp_dtype = autocast_dtype(self.cfg.precision, device)
         self.ema = WeightAverage(self.model, self.cfg.ema_decay) if self.cfg.ema_decay else None
         self.progress = Progress()
+        weights = config.data.weights()
+        check_epoch_size(entry_counts(data, len(weights)), weights, entry_names(data))
         self.sampler = TokenBatchSampler(
             data.train.src_lengths(),
             data.train.tgt_lengths(),
@@ -91,7 +100,7 @@ class Trainer:
             self.cfg.seed,
             copies=data.train.copies,
             entries=data.train_entries,
-            weights=config.data.weights(),
+            weights=weights,
         )
         self.stop_requested = False  # set by a signal handler
         self.stop_agreed = False  # all ranks saw a stop request before the last step

@@ -37,6 +37,7 @@ from translator.distill.teacher import (
 )
 from translator.errors import ConfigError
 from translator.run.lineage import read_teacher_record, write_teacher_record
+from translator.run.lock import check_run_free
 from translator.run.paths import RunPaths
 
 log = logging.getLogger("translator")
@@ -79,6 +80,7 @@ def distill_command(
             f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it with "
             "--resume, or distill another student with --run NEW_NAME"
         )
+    check_run_free(paths.weights_dir, paths.name)  # likewise: a run in use is refused now
     if recorded is not None:  # the run's prepared store holds its data: nothing to translate
         sources = recorded
         log.info("resuming student %s on the distilled data it started with", paths.name)
@@ -89,13 +91,17 @@ def distill_command(
         # Loading CTranslate2 sets this process's OpenMP threads to its own (1): the student
         # then trained on one core, at 0.7x the tokens/s (bench_distill.py, 2 cores).
         torch.set_num_threads(threads)
-    paths.make()
-    write_teacher_record(paths.weights_dir, teacher.record())
     from translator.training.train import train_command
+
+    def record_teacher(locked_paths: RunPaths, resuming: bool) -> None:
+        """Under the run's lock: the teacher checked again (resume) and recorded."""
+        if resuming:
+            _check_same_teacher(teacher, locked_paths)
+        write_teacher_record(locked_paths.weights_dir, teacher.record())
 
     data_source = f"data.source={json.dumps(sources)}"
     train_command(config_path, [*overrides, data_source], paths.name, resume, device, runs_root,
-                  weights_root)  # fmt: skip
+                  weights_root, locked=record_teacher)  # fmt: skip
 
 
 def distilled_sources(

@@ -2,7 +2,8 @@
 threshold) is replaced by the reference, as the Bergamot pipeline filters its distilled data.
 
 The filtered pairs are a file of their own beside the corpus's pairs.tsv, made once per
-threshold and proved whole when opened, like the corpus."""
+threshold under a lock of its own (two students of one corpus: the second waits, then reuses
+it), published whole and proved whole when opened, like the corpus."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from translator.config import DataConfig
-from translator.data.integrity import file_digest
 from translator.data.read import Source, iter_source
 from translator.distill.corpus import PAIRS, iter_pairs_tsv, one_line
+from translator.durable import file_digest, publish_text, published
 from translator.errors import DataError
+from translator.jsonfile import read_json_object
+from translator.run.lock import run_lock
 
 log = logging.getLogger("translator")
 
@@ -25,26 +28,39 @@ def filtered_pairs(
 ) -> tuple[Path, dict[str, Any]]:
     """The corpus's pairs with each translation scoring below `threshold` against its reference
     replaced by the reference; made once (per threshold) and reused."""
-    from sacrebleu.metrics import CHRF
-
     name = f"min_chrf-{threshold:g}"
     path, record_path = corpus / f"{name}.tsv", corpus / f"{name}.json"
-    if record_path.is_file():
-        try:
-            record = json.loads(record_path.read_text(encoding="utf-8"))
-            size, digest = record["size"], record["sha256"]
-        except (ValueError, KeyError, TypeError):
-            size = digest = None
-        if path.is_file() and path.stat().st_size == size and file_digest(path) == digest:
+    with run_lock(corpus, f"{name} of {corpus}", wait=True, file=f".{name}.lock"):
+        record = _open_filtered(path, record_path)
+        if record is not None:
             return path, record
-        raise DataError(
-            f"{path} is damaged (not the file written); delete it and {record_path.name} to "
-            "filter again"
-        )
+        return path, _filter(corpus, source, data, threshold, path, record_path)
+
+
+def _open_filtered(path: Path, record_path: Path) -> dict[str, Any] | None:
+    """The record of the filtered file when it is there and whole; None when it was never made;
+    a one-line DataError when it is not the file written."""
+    if not record_path.is_file():
+        return None
+    record = read_json_object(record_path) or {}
+    size, digest = record.get("size"), record.get("sha256")
+    whole = isinstance(size, int) and isinstance(digest, str)
+    if whole and path.is_file() and path.stat().st_size == size and file_digest(path) == digest:
+        return record
+    raise DataError(
+        f"{path} is damaged (not the file written); delete it and {record_path.name} to filter "
+        "again"
+    )
+
+
+def _filter(
+    corpus: Path, source: Source, data: DataConfig, threshold: float, path: Path, record_path: Path
+) -> dict[str, Any]:
+    from sacrebleu.metrics import CHRF
+
     chrf = CHRF()
-    tmp = corpus / f".{name}.tsv.tmp"
     replaced = total = 0
-    with tmp.open("w", encoding="utf-8") as f:
+    with published(path) as f:
         pairs = zip(iter_pairs_tsv(corpus / PAIRS), iter_source(source, data), strict=True)
         for (src, out), (_, ref) in pairs:
             ref = one_line(ref)
@@ -52,10 +68,7 @@ def filtered_pairs(
                 out, replaced = ref, replaced + 1
             f.write(f"{src}\t{out}\n")
             total += 1
-    tmp.replace(path)
     record = {"threshold": threshold, "pairs": total, "replaced": replaced,
               "size": path.stat().st_size, "sha256": file_digest(path)}  # fmt: skip
-    tmp_record = corpus / f".{name}.json.tmp"
-    tmp_record.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    tmp_record.replace(record_path)
-    return path, record
+    publish_text(record_path, json.dumps(record, indent=1) + "\n")
+    return record

@@ -11,21 +11,26 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from translator.config import Config, DecodeConfig, config_from_dict
-from translator.data.integrity import file_digest
+from translator.durable import file_digest, publish_dir, publish_text, remove_dir, temp_name
 from translator.errors import CheckpointError, TranslatorError
 from translator.export.engine import META_FILE as EXPORT_META
+from translator.jsonfile import read_json_object
 from translator.run.checkpoint import load_checkpoint
+from translator.run.lock import run_lock
 from translator.run.paths import locate_run
 
 log = logging.getLogger("translator")
 
 Translate = Callable[[list[str]], list[str]]
+CACHE_RECORD = "cache.json"
+"""In an exported teacher in the cache: each file's size and SHA-256, written last."""
 
 
 @dataclass(frozen=True)
@@ -178,20 +183,66 @@ def open_teacher(
 
 
 def _exported_copy(teacher: Teacher, quantization: str, cache: Path) -> Path:
-    """The run teacher exported for CTranslate2, made once per checkpoint and quantization."""
+    """The run teacher exported for CTranslate2, made once per checkpoint and quantization:
+    exported into a folder of this process's own, proved whole (cache.json: each file's size
+    and SHA-256), then renamed into place under a lock (two students of one teacher: the second
+    waits, then uses it). A cached folder is checked the same way at each use."""
+    assert teacher.checkpoint is not None
+    path = cache / "teachers" / f"{teacher.digest[:24]}-{quantization}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with run_lock(path.parent, f"the teacher export {path}", wait=True, file=f".{path.name}.lock"):
+        if _whole_export(path):
+            return path
+        log.info("exporting the teacher for CTranslate2 (%s) to %s", quantization, path)
+        _export_into_place(teacher, quantization, path)
+    return path
+
+
+def _whole_export(path: Path) -> bool:
+    """Whether the cached export at `path` is the one written; a damaged one is removed (to be
+    exported again), saying so."""
+    if not path.exists():
+        return False
+    record = read_json_object(path / CACHE_RECORD) if (path / CACHE_RECORD).is_file() else None
+    files = record.get("files") if record is not None else None
+    problem = None if isinstance(files, dict) else "no readable cache.json: cut short, or older"
+    for name, want in (files or {}).items():
+        file = path / name
+        if problem is not None:
+            break
+        if not isinstance(want, dict) or not file.is_file():
+            problem = f"{name} is missing"
+        elif file.stat().st_size != want.get("size") or file_digest(file) != want.get("sha256"):
+            problem = f"{name} differs from what was written"
+    if problem is None:
+        return True
+    log.warning("the exported teacher %s is damaged (%s): exporting it again", path, problem)
+    remove_dir(path)
+    return False
+
+
+def _export_into_place(teacher: Teacher, quantization: str, path: Path) -> None:
     import torch
 
     from translator.export.convert import export_model
     from translator.inference.predict import load_model
 
     assert teacher.checkpoint is not None
-    path = cache / "teachers" / f"{teacher.digest[:24]}-{quantization}"
-    if (path / EXPORT_META).is_file():
-        return path
-    log.info("exporting the teacher for CTranslate2 (%s) to %s", quantization, path)
-    loaded = load_model(teacher.checkpoint, teacher.path, torch.device("cpu"))
-    export_model(loaded, path, quantization)
-    return path
+    work = temp_name(path)
+    try:
+        loaded = load_model(teacher.checkpoint, teacher.path, torch.device("cpu"))
+        export_model(loaded, work / "model", quantization)
+        files = {
+            f.name: {"size": f.stat().st_size, "sha256": file_digest(f)}
+            for f in sorted((work / "model").iterdir())
+            if f.is_file()
+        }
+        record = {"checkpoint": str(teacher.checkpoint), "sha256": teacher.digest, "files": files}
+        publish_text(work / "model" / CACHE_RECORD, json.dumps(record, indent=1) + "\n")
+        if not publish_dir(work / "model", path):  # cannot be, under the lock; kept if so
+            log.info("the exported teacher %s was made by another process meanwhile", path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _torch_teacher(teacher: Teacher, decode: DecodeConfig, device: str | None) -> Translate:

@@ -204,18 +204,42 @@ def translate(
         bool,
         typer.Option("--attention-self", help="Draw encoder and decoder self-attention too."),
     ] = False,
+    input_: Annotated[
+        Path | None,
+        typer.Option(
+            "--input",
+            "-i",
+            help="Translate this file, keeping its layout: plain text line by line, or "
+            "subtitles (.srt, .vtt) with every number and timing kept.",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here (whole, when done) instead of stdout."),
+    ] = None,
+    format_: Annotated[
+        str | None,
+        typer.Option("--format", help="text, srt or vtt (default: by the --input extension)."),
+    ] = None,
     device: DeviceOpt = None,
     weights_dir: WeightsDirOpt = Path("weights"),
     model: ModelDirOpt = None,
 ) -> None:
-    """Translate English to Italian: the arguments, or stdin line by line, to stdout."""
+    """Translate English to Italian: the arguments, a file (--input) or stdin, to stdout.
+
+    Each line is cut into its sentences, translated, and put back as it was laid out; a file
+    keeps its blank lines, indentation and list markers, a subtitle file every number and
+    timing."""
 
     def go() -> None:
+        from translator.inference.documents import Document
+
+        document = Document(input_, output, format_)
         if model is not None:
             from translator.export.engine import translate_model_command
 
             only_model(run=run, checkpoint=checkpoint, attention=attention, device=device)
-            return translate_model_command(text or [], model, beam, set_ or [])
+            return translate_model_command(text or [], model, beam, set_ or [], document)
         from translator.inference.predict import translate_command
 
         translate_command(
@@ -229,6 +253,7 @@ def translate(
             attention,
             attention_layer,
             attention_self,
+            document,
         )
 
     run_command(go)

@@ -425,3 +425,41 @@ def test_validate_model_scores_like_validate_run(trained: Path) -> None:
     assert abs(float(got["loss"].split()[0]) - float(expected["loss"].split()[0])) < 1e-3
     assert abs(float(got["BLEU"]) - float(expected["BLEU"])) <= 0.2
     assert not any(p.name.startswith("encoded") for p in (trained / "ct2-float32").iterdir())
+
+
+@pytest.mark.parametrize("suffix", ["txt", "srt"])
+def test_a_file_translates_alike_with_both_engines_keeping_its_layout(
+    trained: Path, suffix: str
+) -> None:
+    """`translate --input F --output G`: the same file through PyTorch and CTranslate2 (float32,
+    greedy) gives the same file; its layout and every subtitle timing stay as they were."""
+    text = (
+        "one cat and two dogs . the red house is big .\n\n  - five cats .\n1. the dog .\n"
+        if suffix == "txt"
+        else "1\n00:00:01,000 --> 00:00:02,000\none cat and two dogs\n\n"
+        "2\n00:00:02,100 --> 00:00:03,000\nare red . the house\nis big .\n"
+    )
+    (trained / f"in.{suffix}").write_text(text)
+    outs = []
+    for engine_args in (["--run", "tiny"], ["--model", str(trained / "ct2-float32")]):
+        out = trained / f"out-{engine_args[0][2:]}.{suffix}"
+        done = cli(
+            trained, "translate", *engine_args, "--beam", "1", "-i", f"in.{suffix}", "-o", str(out)
+        )
+        assert done.returncode == 0, done.stderr
+        lines = text.count("\n")
+        assert f"translated {lines} lines of in.{suffix} into {out}" in done.stderr
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    got = outs[0].split("\n")
+    if suffix == "txt":
+        assert got[1] == "" and got[2].startswith("  - ") and got[3].startswith("1. ")
+        run_dir = trained / "weights" / "tiny"
+        loaded = load_model(run_dir / "best.pt", run_dir, CPU)
+        one, two = translate_sentences(
+            loaded, ["one cat and two dogs .", "the red house is big ."], beam=1
+        )
+        assert got[0] == f"{one} {two}"  # the two sentences of line 1, one by one
+    else:
+        assert got[:2] == ["1", "00:00:01,000 --> 00:00:02,000"] and got[2]
+        assert got[4:6] == ["2", "00:00:02,100 --> 00:00:03,000"] and got[6]

@@ -137,7 +137,9 @@ def test_stdin_gives_one_line_per_line_whatever_it_holds(
     assert out == translate_sentences(loaded, expected)
     names = list(WEIRD_LINES)
     n = names.index("10,000 words") + 1
-    assert f"line {n} has 10000 words".encode() in done.stderr  # the cut is said, not silent
+    # Translated in pieces the model takes, and said so: not silently cut short.
+    assert f"line {n}: a sentence of 10000 words".encode() in done.stderr
+    assert b"pieces cut at its clauses" in done.stderr
 
 
 def test_weird_arguments_give_one_line_each(run_dir: Path, loaded: LoadedModel) -> None:
@@ -158,8 +160,12 @@ def test_translate_any_unicode_one_output_per_input(
     out = translate_sentences(short_outputs, lines)
     assert len(out) == len(lines)
     for line, translation in zip(lines, out, strict=True):
-        assert "\n" not in translation
-        if not line.strip():
+        # A text's line breaks are kept, one line out per line in; a line holds no other break.
+        if line.strip():
+            assert translation.count("\n") == line.count("\n")
+            lf = translation.replace("\r\n", "\n") + "."  # no \r, U+2028...: only \n breaks
+            assert len(lf.splitlines()) == len(lf.split("\n"))
+        else:
             assert translation == ""
         # batching changes nothing: each line alone translates the same
         assert translate_sentences(short_outputs, [line]) == [translation]
@@ -214,3 +220,55 @@ def test_detokenize_any_token_list(text: str) -> None:
     words = text.split()
     out = detokenize(words)
     assert out.replace(" ", "") == "".join(words)
+
+
+# --------------------------------------------------------------------------- paragraphs
+
+SENTENCES = [
+    "One cat and two dogs.",
+    "The red house is big!",
+    "Five cats?",
+    "The dog is red.",
+    "Mr. Smith and the cat are big.",
+    "It is 3.5 dogs.",
+]
+
+
+@pytest.mark.parametrize("k", [3, 6])
+def test_a_paragraph_translates_as_its_sentences_one_by_one(loaded: LoadedModel, k: int) -> None:
+    """Sentences on one line come back as each one translated alone, joined as they were."""
+    alone = [translate_sentences(loaded, [s], beam=2)[0] for s in SENTENCES[:k]]
+    assert translate_sentences(loaded, [" ".join(SENTENCES[:k])], beam=2) == [" ".join(alone)]
+    pasted = "\n\n".join(SENTENCES[:k])  # a pasted text with blank lines between its sentences
+    assert translate_sentences(loaded, [pasted], beam=2) == ["\n\n".join(alone)]
+
+
+def test_decode_split_sentences_false_gives_the_line_whole(
+    loaded: LoadedModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from translator.inference import predict, text
+
+    seen: list[int] = []
+
+    def decode(sources: list[list[int]], chars: list[int]) -> list[list[int]]:
+        seen.append(len(sources))
+        return [[] for _ in sources]
+
+    line = " ".join(SENTENCES[:3])
+    for split in (True, False):
+        text.translate_texts(
+            [line], loaded.src_tokenizer, loaded.tgt_tokenizer, 60, decode, split=split
+        )
+    assert seen == [3, 1]  # three sentences decoded, then the line as one
+    # The key reaches the engine's call.
+    splits: list[bool] = []
+
+    def spy(*args, split: bool, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        splits.append(split)
+        return text.translate_texts(*args, split=split, **kwargs)
+
+    monkeypatch.setattr(predict, "translate_texts", spy)
+    off = override_config(loaded.config, None, ["decode.split_sentences=false"], "t")
+    translate_sentences(loaded, [line], beam=1)
+    translate_sentences(dataclasses.replace(loaded, config=off), [line], beam=1)
+    assert splits == [True, False]

@@ -127,6 +127,20 @@ def test_translate_answers_in_order_like_the_cli(
     assert status == 200 and len(beam4["translations"]) == 3 and beam4["translations"][1] == ""
 
 
+@pytest.mark.parametrize("engine", ["ct2_server", "torch_server"])
+def test_a_pasted_paragraph_comes_back_sentence_by_sentence_with_its_line_breaks(
+    engine: str, request: pytest.FixtureRequest
+) -> None:
+    server: Server = request.getfixturevalue(engine)
+    sentences = ["one cat .", "the red house .", "five .", "the dog ."]  # within max_chars 60
+    status, alone = server.post("/translate", {"text": sentences, "beam": 1})
+    assert status == 200
+    a, b, c, d = alone["translations"]
+    pasted = f"{sentences[0]}  {sentences[1]}\n\n  - {sentences[2]}\r\n{sentences[3]}"
+    status, reply = server.post("/translate", {"text": [pasted], "beam": 1})
+    assert status == 200 and reply == {"translations": [f"{a}  {b}\n\n  - {c}\r\n{d}"]}
+
+
 BAD = [
     (b'{"text": ["one cat ."', "application/json", 400, "malformed JSON"),
     (b'{"text": ["one cat ."]}', "text/plain", 415, "Content-Type"),
@@ -345,6 +359,18 @@ def test_the_page_translates_in_headless_chromium(torch_server: Server, tmp_path
         Select(driver.find_element(By.ID, "head")).select_by_value("2")  # one head, redrawn
         wait.until(lambda d: d.find_element(By.ID, "attention").get_attribute("src") != first)
         assert driver.execute_script("return arguments[0].naturalWidth", image) > 300
+        box.clear()  # a pasted paragraph: Enter is a line break in the box, kept in the answer
+        box.send_keys("one cat and two dogs . the red house is big .", Keys.ENTER, Keys.ENTER)
+        box.send_keys("five .")
+        box.send_keys(Keys.CONTROL, Keys.ENTER)
+        wait.until(lambda d: d.find_element(By.ID, "result").get_attribute("data-done") == "1")
+        wait.until(lambda d: "\n" in d.find_element(By.ID, "result").text)
+        status, reply = torch_server.post(
+            "/translate",
+            {"text": ["one cat and two dogs .", "the red house is big .", "five ."], "beam": beam},
+        )
+        a, b, c = reply["translations"]
+        assert driver.find_element(By.ID, "result").text == f"{a} {b}\n\n{c}"
         shot = Path(os.environ.get("TRANSLATOR_SCREENSHOT", tmp_path / "page.png"))
         driver.save_screenshot(str(shot))
         assert shot.stat().st_size > 1000

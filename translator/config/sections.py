@@ -244,6 +244,11 @@ class DecodeConfig:
     chrF against the others (the consensus) instead of the most probable one. Slower (the text
     of every hypothesis is compared with every other); no effect when beam is 1."""
 
+    split_sentences: bool = True
+    """Each line (or pasted paragraph) is cut into its sentences, which are translated one by
+    one (all in one batch) and put back with the spacing, line breaks, indentation and list
+    markers they came with: a model learns from single sentences, and six sentences on a line
+    come back as one garbled sentence without it. false: each line is translated whole."""
     recase: bool = True
     """A sentence typed all in capitals is translated as if written in sentence case, and its
     translation written in capitals: capitals are rare in any corpus, and its subword pieces
@@ -286,8 +291,9 @@ class DecodeConfig:
 class ServeConfig:
     max_texts: int = 64
     """Most sentences one `translator serve` request may carry; more get a 413 JSON error."""
-    max_chars: int = 1000
-    """Longest sentence, in characters, `translator serve` takes; longer gets a 413 JSON error."""
+    max_chars: int = 5000
+    """Longest text (a sentence, or a pasted paragraph: it is cut into sentences), in characters,
+    `translator serve` takes; longer gets a 413 JSON error."""
     max_beam: int = 16
     """Largest beam a request may ask for."""
     batch_window_ms: float = 5.0

@@ -24,6 +24,7 @@ from translator.data.casing import load_casing
 from translator.data.spelling import load_spelling
 from translator.data.tokenizer import decode_ids, load_tokenizer
 from translator.errors import CheckpointError, ConfigError, TranslatorError
+from translator.inference.documents import Document, translate_inputs
 from translator.inference.mbr import mbr_choice
 from translator.inference.text import guard_size, longest_run, run_limit, translate_texts
 
@@ -267,7 +268,10 @@ def _decode_pieces(
 
 
 def translate_exported(
-    model: ExportedModel, sentences: list[str], beam: int | None = None, first_line: int = 1
+    model: ExportedModel,
+    sentences: list[str],
+    beam: int | None = None,
+    first_line: int | list[int] = 1,
 ) -> list[str]:
     """Translations in input order; an empty or blank sentence gives an empty string."""
     return translate_texts(
@@ -280,6 +284,7 @@ def translate_exported(
         recase=model.config.decode.recase,
         casing=model.casing if model.config.decode.truecase else None,
         spelling=model.spelling if model.config.decode.respell else None,
+        split=model.config.decode.split_sentences,
     )
 
 
@@ -297,7 +302,11 @@ def override_decode(config: Config, overrides: list[str], command: str) -> Confi
 
 
 def translate_model_command(
-    texts: list[str], model_dir: Path, beam: int | None, overrides: list[str]
+    texts: list[str],
+    model_dir: Path,
+    beam: int | None,
+    overrides: list[str],
+    document: Document | None = None,
 ) -> None:
     """`translator translate --model DIR`: like `translate --run`, decoded by CTranslate2."""
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
@@ -313,32 +322,11 @@ def translate_model_command(
         file=sys.stderr,
     )
     try:
-        if texts:
-            _print_lines(translate_exported(model, texts, beam))
-        else:
-            stream = sys.stdin
-            if hasattr(stream, "reconfigure"):
-                stream.reconfigure(errors="replace", newline="\n")
-            size = 1 if stream.isatty() else model.config.decode.batch_size * 16
-            first_line = 1
-            for chunk in _chunks(stream, size):
-                _print_lines(translate_exported(model, chunk, beam, first_line))
-                first_line += len(chunk)
+        translate_inputs(
+            texts,
+            document or Document(),
+            lambda lines, numbers: translate_exported(model, lines, beam, numbers),
+            model.config.decode.batch_size * 16,
+        )
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-def _chunks(stream: Any, size: int) -> Any:
-    chunk: list[str] = []
-    for line in stream:
-        chunk.append(line.rstrip("\r\n"))
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-def _print_lines(lines: list[str]) -> None:
-    sys.stdout.write("".join(line + "\n" for line in lines))
-    sys.stdout.flush()

@@ -9,11 +9,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TextIO
 
 import torch
 from tokenizers import Tokenizer
@@ -26,6 +25,7 @@ from translator.device import resolve_device
 from translator.errors import CheckpointError, ConfigError
 from translator.inference.attention import Head, translation_figure
 from translator.inference.decode import translate_ids
+from translator.inference.documents import Document, translate_inputs
 from translator.inference.text import encode_sources, translate_texts  # noqa: F401  (encode_sources: re-exported)
 from translator.model.transformer import Transformer, build_model
 from translator.run.checkpoint import load_checkpoint
@@ -185,7 +185,10 @@ def decode_in_batches(
 
 
 def translate_sentences(
-    loaded: LoadedModel, sentences: list[str], beam: int | None = None, first_line: int = 1
+    loaded: LoadedModel,
+    sentences: list[str],
+    beam: int | None = None,
+    first_line: int | list[int] = 1,
 ) -> list[str]:
     """Translations in input order; an empty or blank sentence gives an empty string."""
     return translate_texts(
@@ -206,19 +209,8 @@ def translate_sentences(
         recase=loaded.config.decode.recase,
         casing=loaded.casing if loaded.config.decode.truecase else None,
         spelling=loaded.spelling if loaded.config.decode.respell else None,
+        split=loaded.config.decode.split_sentences,
     )
-
-
-def read_chunks(stream: TextIO, size: int) -> Iterator[list[str]]:
-    """Lines of `stream` (without their newline) in lists of at most `size`."""
-    chunk: list[str] = []
-    for line in stream:
-        chunk.append(line.rstrip("\r\n"))
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 # --------------------------------------------------------------------------- commands
@@ -235,9 +227,11 @@ def translate_command(
     attention: Path | None = None,
     attention_layer: int | None = None,
     attention_self: bool = False,
+    document: Document | None = None,
 ) -> None:
-    """`translator translate`: the text arguments, else each line of stdin, to stdout."""
+    """`translator translate`: the text arguments, else --input or stdin, to --output or stdout."""
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    document = document or Document()
     if attention is not None and not texts:
         raise ConfigError("--attention: give the sentence as an argument, not on stdin")
     ckpt, run_dir = find_checkpoint(run, checkpoint, weights_root)
@@ -246,10 +240,12 @@ def translate_command(
     beam = resolve_beam(beam, loaded.config)
     print(f"using {ckpt} (step {loaded.step:,})", file=sys.stderr)
     try:
-        if texts:
-            _print_lines(translate_sentences(loaded, texts, beam))
-        else:
-            _translate_stream(loaded, sys.stdin, beam)
+        translate_inputs(
+            texts,
+            document,
+            lambda lines, numbers: translate_sentences(loaded, lines, beam, numbers),
+            loaded.config.decode.batch_size * 16,
+        )
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
@@ -293,22 +289,6 @@ def save_attention(
         raise ConfigError(f"--attention {path}: cannot write ({exc.strerror or exc})") from None
     except ValueError as exc:  # an unknown image format
         raise ConfigError(f"--attention {path}: {exc}") from None
-
-
-def _translate_stream(loaded: LoadedModel, stream: TextIO, beam: int) -> None:
-    """One line out per line in, in order; a chunk of lines at a time (one at a terminal)."""
-    if hasattr(stream, "reconfigure"):  # lines end at \n only (as `wc -l` counts them), and a
-        stream.reconfigure(errors="replace", newline="\n")  # bad byte must not stop a long file
-    size = 1 if stream.isatty() else loaded.config.decode.batch_size * 16
-    first_line = 1
-    for chunk in read_chunks(stream, size):
-        _print_lines(translate_sentences(loaded, chunk, beam, first_line))
-        first_line += len(chunk)
-
-
-def _print_lines(lines: list[str]) -> None:
-    sys.stdout.write("".join(line + "\n" for line in lines))
-    sys.stdout.flush()
 
 
 def write_lines(path: Path, lines: list[str]) -> None:

@@ -1,5 +1,7 @@
 """The one page `translator serve` shows at GET /: a text box, the Italian, the attention map.
 
+Pasted text is translated sentence by sentence and comes back with its line breaks.
+
 With the PyTorch engine it draws one cross-attention map at a time, large enough to read every
 token (the server draws it: /attention), with a choice of decoder layer and head or the heads'
 mean. Ctrl+Enter translates; the beam and the time the request took show under the answer, and an
@@ -32,7 +34,8 @@ PAGE = """<!doctype html>
 <h1>English &rarr; Italian</h1>
 <form id="form">
   <label for="text">English</label>
-  <textarea id="text" rows="3" placeholder="Type an English sentence"></textarea>
+  <textarea id="text" rows="5"
+            placeholder="Type or paste English: a sentence, a paragraph, several"></textarea>
   <div class="row">
     <label>beam <select id="beam"><option>1</option><option selected>4</option>
       <option>8</option></select></label>

@@ -26,6 +26,7 @@ from translator.config.sections import (
     TokenizerConfig,
     TrainConfig,
 )
+from translator.durable import publish_text
 from translator.errors import ConfigError, TranslatorError
 
 
@@ -122,12 +123,9 @@ def config_from_dict(raw: dict[str, Any], origin: str = "config") -> Config:
 
 def save_config(config: Config, path: Path) -> None:
     """Write the resolved config as YAML, atomically: a run killed meanwhile keeps the old one."""
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        tmp.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
-        tmp.replace(path)
+        publish_text(path, yaml.safe_dump(config.to_dict(), sort_keys=False))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise TranslatorError(
             f"could not write {path}: {exc.strerror or exc}; free some disk space or choose a "
             "writable weights directory"

@@ -23,6 +23,7 @@ from typing import Literal
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from translator.durable import publish_file, temp_name
 from translator.specials import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS, UNK, UNK_ID
 
 TokenizerKind = Literal["word", "bpe", "unigram"]
@@ -178,9 +179,9 @@ def check_special_ids(tokenizer: Tokenizer, where: str = "tokenizer") -> None:
 
 def save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
     """Write the tokenizer as JSON, atomically."""
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = temp_name(path)
     tokenizer.save(str(tmp))
-    tmp.replace(path)
+    publish_file(tmp, path)
 
 
 def load_tokenizer(path: Path) -> Tokenizer:

@@ -272,3 +272,24 @@ def test_decode_split_sentences_false_gives_the_line_whole(
     translate_sentences(loaded, [line], beam=1)
     translate_sentences(dataclasses.replace(loaded, config=off), [line], beam=1)
     assert splits == [True, False]
+
+
+def test_the_attention_map_of_a_paragraph_is_its_first_sentence(
+    loaded: LoadedModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Each sentence is translated alone, so a map of the whole line would show a translation
+    that was never given: the map is the first sentence's."""
+    from translator.inference import predict
+
+    drawn: list[tuple[list[int], list[int]]] = []
+
+    draw = predict.translation_figure
+
+    def spy(model, src_ids, output, *args):  # noqa: ANN001, ANN002, ANN202
+        drawn.append((src_ids, output))
+        return draw(model, src_ids, output, *args)
+
+    monkeypatch.setattr(predict, "translation_figure", spy)
+    predict.save_attention(loaded, " ".join(SENTENCES[:3]), tmp_path / "all.png")
+    predict.save_attention(loaded, SENTENCES[0], tmp_path / "first.png")
+    assert drawn[0] == drawn[1]

@@ -26,6 +26,7 @@ from translator.errors import CheckpointError, ConfigError
 from translator.inference.attention import Head, translation_figure
 from translator.inference.decode import translate_ids
 from translator.inference.documents import Document, translate_inputs
+from translator.inference.segment import layout
 from translator.inference.text import encode_sources, translate_texts  # noqa: F401  (encode_sources: re-exported)
 from translator.model.transformer import Transformer, build_model
 from translator.run.checkpoint import load_checkpoint
@@ -266,8 +267,11 @@ def save_attention(
     head: Head = None,
 ) -> None:
     """Translate `sentence` and save a figure of its attention maps to `path` (format by suffix;
-    a file object gets PNG): each head's map, or the one `head` names ("mean": their average)."""
+    a file object gets PNG): each head's map, or the one `head` names ("mean": their average).
+    Of a text of several sentences, the first sentence's maps (each is translated alone)."""
     cfg = loaded.config.decode
+    pieces = layout(sentence, cfg.split_sentences).pieces
+    sentence = pieces[0] if pieces else sentence
     src_ids = encode_sources(loaded.src_tokenizer, [sentence], loaded.max_source_tokens)[0]
     src = torch.tensor([src_ids], device=loaded.device)  # (1, S)
     detokenize = partial(decode_ids, loaded.tgt_tokenizer)

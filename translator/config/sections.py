@@ -290,7 +290,7 @@ class DecodeConfig:
 @dataclass(frozen=True)
 class ServeConfig:
     max_texts: int = 64
-    """Most sentences one `translator serve` request may carry; more get a 413 JSON error."""
+    """Most texts one `translator serve` request may carry; more get a 413 JSON error."""
     max_chars: int = 5000
     """Longest text (a sentence, or a pasted paragraph: it is cut into sentences), in characters,
     `translator serve` takes; longer gets a 413 JSON error."""

@@ -114,20 +114,20 @@ def parse_texts(texts: Any, limits: ServeConfig) -> list[str]:
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise RequestError(422, '"text" must be a list of strings')
     if not texts:
-        raise RequestError(422, '"text" is empty; send at least one sentence')
+        raise RequestError(422, '"text" is empty; send at least one text')
     if len(texts) > limits.max_texts:
         raise RequestError(
-            413, f'"text" has {len(texts)} sentences; at most {limits.max_texts} per request'
+            413, f'"text" has {len(texts)} texts; at most {limits.max_texts} per request'
         )
     for n, text in enumerate(texts):
         if len(text) > limits.max_chars:
             raise RequestError(
-                413, f"sentence {n} has {len(text)} characters; at most {limits.max_chars}"
+                413, f"text {n} has {len(text)} characters; at most {limits.max_chars}"
             )
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
             raise RequestError(
-                422, f"sentence {n} holds a lone surrogate (\\ud800-\\udfff); send valid Unicode"
+                422, f"text {n} holds a lone surrogate (\\ud800-\\udfff); send valid Unicode"
             ) from None
     return texts

@@ -155,3 +155,27 @@ def test_resuming_a_translation_reads_the_kept_translations_a_piece_at_a_time(
         tracemalloc.stop()
     assert partial.read_bytes().endswith(line)
     assert peak < 32 * 2**20, f"{peak / 2**20:.0f} MiB read at once"
+
+
+DISTIL = """
+import json
+from translator.config import load_config
+from translator.distill.command import distilled_sources
+from translator.distill.teacher import find_teacher
+teacher = find_teacher("tiny", Path(sys.argv[3]))
+config = load_config(Path(sys.argv[4]), [f"data.source={sys.argv[5]}", "distill.beam=1"])
+print(json.dumps(distilled_sources(teacher, config, [sys.argv[5]])))
+"""
+
+
+def test_two_students_of_one_teacher_on_one_data_at_once_share_one_corpus(tmp_path: Path) -> None:
+    """The second waits for the corpus the first is translating, then reuses it."""
+    weights = train_tiny(tmp_path, 20).parent
+    data = write_jsonl(tmp_path / "student.jsonl", make_pairs(3000, seed=7))
+    done = at_once(DISTIL, str(weights), str(TINY), str(data))
+    for run in done:
+        assert run.returncode == 0, run.stderr[-2000:]
+    first, second = (json.loads(run.stdout) for run in done)
+    assert first == second
+    pairs = Path(first[0]["path"]).read_text(encoding="utf-8").splitlines()
+    assert len(pairs) == 3000

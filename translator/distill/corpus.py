@@ -110,17 +110,17 @@ def distil_source(
     """pairs.tsv of `source` translated by the teacher, made or reused; and what was done.
 
     `translate` is called only when some translating is left to do, and gives the function that
-    translates a list of sentences."""
+    translates a list of sentences. A corpus another process is making is waited for, then
+    reused (two students of one teacher on one data started together)."""
     path = root / key
     path.mkdir(parents=True, exist_ok=True)
     try:
         with run_lock(path, f"distilled corpus {key}"):
             return _distil_locked(source, data, path, translate, chunk, progress)
     except RunInUseError:
-        raise RunInUseError(
-            f"the distilled corpus {path} is being made by another process; wait for it to end "
-            "(it is then reused), or stop it"
-        ) from None
+        log.info("the distilled corpus %s is being made by another process: waiting for it", path)
+    with run_lock(path, f"distilled corpus {key}", wait=True):
+        return _distil_locked(source, data, path, translate, chunk, progress)
 
 
 def _distil_locked(

@@ -50,6 +50,12 @@ def publish_text(path: Path, text: str) -> None:
         f.write(text)
 
 
+def publish_copy(src: Path, path: Path) -> None:
+    """Copy `src` to `path` whole (see `published`)."""
+    with published(path, "wb") as f, src.open("rb") as source:
+        shutil.copyfileobj(source, f)
+
+
 def publish_file(tmp: Path, path: Path) -> None:
     """Rename a file written by another library (under `temp_name(path)`) into place, flushed
     to disk first."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from translator.data.store import (
 )
 from translator.data.testsets import EvalSet
 from translator.data.tokenizer import load_tokenizer
-from translator.durable import publish_text, published
+from translator.durable import publish_copy, publish_text
 from translator.errors import DataError
 from translator.run.paths import RunPaths
 
@@ -168,20 +167,15 @@ def _record(paths: RunPaths, store: Store) -> None:
         return
     for side in ("src", "tgt"):
         if not paths.tokenizer(side).is_file():
-            _copy(store.path / f"tokenizer_{side}.json", paths.tokenizer(side))
+            publish_copy(store.path / f"tokenizer_{side}.json", paths.tokenizer(side))
     for name in WORD_TABLES:  # learnt from this run's data, not a parent's
         if (store.path / name).is_file() and not (paths.weights_dir / name).is_file():
-            _copy(store.path / name, paths.weights_dir / name)
+            publish_copy(store.path / name, paths.weights_dir / name)
     if not paths.split.is_file():
         n_pairs = store.meta["n_pairs"]
         record = {"n_pairs": n_pairs, "seed": store.meta["ident"]["seed"]}
         _write_json(paths.split, {**record, "valid": store.valid_positions()})
     _write_json(paths.store_record, {"path": str(store.path.resolve()), "key": store.meta["key"]})
-
-
-def _copy(src: Path, dst: Path) -> None:
-    with published(dst, "wb") as f, src.open("rb") as source:
-        shutil.copyfileobj(source, f)
 
 
 def _write_json(path: Path, record: dict[str, Any]) -> None:

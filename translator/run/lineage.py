@@ -13,12 +13,11 @@ naming the file and the field.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from translator.durable import file_digest, publish_text
+from translator.durable import file_digest, publish_copy, publish_text
 from translator.errors import CheckpointError
 from translator.jsonfile import read_json_object
 from translator.run.checkpoint import load_checkpoint
@@ -48,9 +47,9 @@ class Parent:
         return self.run_dir / f"tokenizer_{side}.json"
 
     def copy_tokenizers(self, run_dir: Path) -> None:
-        """The parent's tokenizer files into `run_dir`, byte for byte."""
+        """The parent's tokenizer files into `run_dir`, byte for byte, each written whole."""
         for side in SIDES:
-            shutil.copyfile(self.tokenizer(side), run_dir / f"tokenizer_{side}.json")
+            publish_copy(self.tokenizer(side), run_dir / f"tokenizer_{side}.json")
 
     def record(self) -> dict[str, Any]:
         """What parent.json says: enough to follow the lineage from the run directories alone."""

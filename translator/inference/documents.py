@@ -9,15 +9,14 @@ into place, so a failure leaves no partial file.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+from translator.durable import published
 from translator.errors import ConfigError
 from translator.inference.cues import Cue, parse_cues, translate_cues
 
@@ -139,26 +138,17 @@ def _write_cues(
 
 @contextmanager
 def output_file(path: Path | None) -> Iterator[TextIO]:
-    """stdout, or a temporary file beside `path` renamed to it when the block ends without an
-    error (removed when it fails): a reader never sees half a file."""
+    """stdout, or `path` published whole when the block ends without an error (durable.py): a
+    reader never sees half a file, and a failure leaves none."""
     if path is None:
         yield sys.stdout
         sys.stdout.flush()
         return
-    folder = path.parent if str(path.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise ConfigError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
-    try:
-        with open(fd, "w", encoding="utf-8", newline="") as sink:
+        with published(path) as sink:
             yield sink
-            sink.flush()
-            os.fsync(sink.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except OSError as exc:  # a folder that is not there or not ours, a full disk
+        raise ConfigError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
 
 
 @contextmanager

@@ -339,3 +339,20 @@ def test_resume_from_a_checkpoint_that_does_not_fit_names_the_file(tmp_path: Pat
             TINY, [f"data.source={corpus}", "model.d_ff=128", *base], "c", str(ckpt), "cpu"
         )
     assert_one_line(exc, str(ckpt), "model shape does not match the config")
+
+
+def test_a_save_removes_the_temp_files_of_dead_writers_only(tmp_path: Path) -> None:
+    """Temporary names are unique to a process: a save clears those of writers killed mid-write,
+    never one a live process is still writing."""
+    import subprocess
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    path = tmp_path / "latest.pt"
+    dead = tmp_path / f".latest.pt.{gone.pid}-0badc0de.tmp"
+    live = tmp_path / f".latest.pt.{os.getppid()}-0c0ffee0.tmp"
+    for f in (dead, live):
+        f.write_bytes(b"half a checkpoint")
+    save_checkpoint(make_state(1.0), path)
+    assert not dead.exists() and live.exists()
+    assert load_checkpoint(path)["model"].keys() == make_state(1.0)["model"].keys()

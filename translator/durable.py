@@ -99,11 +99,13 @@ def remove_dir(path: Path) -> None:
 
 
 def remove_stale_temps(path: Path) -> None:
-    """Delete temporary files of `path` left by writers that no longer run."""
+    """Delete temporary files (or folders) of `path` left by writers that no longer run."""
     for stale in path.parent.glob(f".{path.name}.*.tmp"):
         pid = stale.name[len(path.name) + 2 :].split("-", 1)[0].split(".", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and process_alive(int(pid)):
             continue
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
         with contextlib.suppress(OSError):
             stale.unlink()
 

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from translator.config import Config, DecodeConfig, config_from_dict
-from translator.durable import file_digest, publish_dir, publish_text, remove_dir, temp_name
+from translator.durable import (
+    file_digest,
+    publish_dir,
+    publish_text,
+    remove_dir,
+    remove_stale_temps,
+    temp_name,
+)
 from translator.errors import CheckpointError, TranslatorError
 from translator.export.engine import META_FILE as EXPORT_META
 from translator.jsonfile import read_json_object
@@ -228,6 +235,7 @@ def _export_into_place(teacher: Teacher, quantization: str, path: Path) -> None:
     from translator.inference.predict import load_model
 
     assert teacher.checkpoint is not None
+    remove_stale_temps(path)  # of exports killed mid-way
     work = temp_name(path)
     try:
         loaded = load_model(teacher.checkpoint, teacher.path, torch.device("cpu"))

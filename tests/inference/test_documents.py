@@ -253,3 +253,27 @@ def test_a_malformed_cue_is_named_by_its_number_and_line() -> None:
         run(b"1\n00:00:01,000 --> 00:00:02,000\nHi.\n\nHello there.\n", "srt")
     with pytest.raises(ConfigError, match=r"in, line 1: a WebVTT file starts with WEBVTT"):
         run(b"1\n00:01.000 --> 00:02.000\nHi.\n", "vtt")
+
+
+def test_a_translation_too_short_for_its_cues_is_made_again_cue_by_cue() -> None:
+    """A sentence over three cues that comes back as one word: each cue's part of it is
+    translated alone, so no cue is left empty, and each part once."""
+    srt = (
+        "1\n00:00:01,000 --> 00:00:02,000\nWell, I think\n\n"
+        "2\n00:00:02,000 --> 00:00:03,000\nthat we\n\n"
+        "3\n00:00:03,000 --> 00:00:04,000\nshould go. Now.\n"
+    )
+    calls: list[list[str]] = []
+
+    def terse(texts: list[str], lines: list[int]) -> list[str]:
+        calls.append(texts)
+        return ["Sì." if len(t.split()) > 4 else backwards(t) for t in texts]
+
+    sink = io.StringIO(newline="")
+    translate_document(io.BytesIO(srt.encode()), sink, "srt", terse, "in")
+    assert calls == [
+        ["Well, I think that we should go.", "Now."],
+        ["Well, I think", "that we", "should go."],
+    ]
+    texts = [block.split("\n")[2] for block in sink.getvalue().split("\n\n")]
+    assert texts == [",lleW I kniht", "taht ew", "dluohs .og .woN"]

@@ -119,31 +119,30 @@ class _Unit:
     line: int
     lines: int  # lines it fills in the output
     dialogue: bool
-    parts: list[str] = field(default_factory=list)
+    parts: list[tuple[int, str]] = field(default_factory=list)  # (sentence, its words here)
 
 
 def translate_cues(cues: list[Cue], translate: Translate) -> None:
     """Fill each cue's `out` lines with its text translated; one call to `translate`."""
     units = [u for cue in cues for u in _units(cue)]
     runs = _runs(units)
-    sentences: list[tuple[str, list[tuple[_Unit, int]], int]] = []
+    sentences: list[tuple[str, list[tuple[_Unit, str]], int]] = []
     for run in runs:
         sentences += _sentences(run)
     translations = translate([s for s, _, _ in sentences], [line for _, _, line in sentences])
-    again = []
-    for (_, shares, _), translation in zip(sentences, translations, strict=True):
+    again: list[tuple[int, _Unit, str]] = []
+    for k, ((_, shares, _), translation) in enumerate(zip(sentences, translations, strict=True)):
         words = translation.split()
         if len(shares) > 1 and len(words) < len(shares):
-            again += shares  # too few words for its cues: each cue's part translated alone
-            continue
-        for (unit, _), part in zip(shares, _spread(words, [n for _, n in shares]), strict=True):
-            unit.parts.append(part)
+            again += [(k, unit, part) for unit, part in shares]  # too few words for its cues:
+            continue  # each cue's part is translated alone
+        weights = [len(part) for _, part in shares]
+        for (unit, _), words_of_unit in zip(shares, _spread(words, weights), strict=True):
+            unit.parts.append((k, words_of_unit))
     if again:
-        texts = [unit.text for unit, _ in again]  # (the part is the whole unit's share)
-        for (unit, _), part in zip(
-            again, translate(texts, [u.line for u, _ in again]), strict=True
-        ):
-            unit.parts.append(part)
+        redone = translate([part for _, _, part in again], [u.line for _, u, _ in again])
+        for (k, unit, _), part in zip(again, redone, strict=True):
+            unit.parts.append((k, part))
     for cue in cues:
         cue.out = _cue_lines(cue, [u for u in units if u.cue is cue])
 
@@ -185,21 +184,21 @@ def _runs(units: list[_Unit]) -> list[list[_Unit]]:
     return runs
 
 
-def _sentences(run: list[_Unit]) -> list[tuple[str, list[tuple[_Unit, int]], int]]:
-    """The sentences of a run's joined text, each with the units it spans and how many of its
-    characters lie in each, and the file line where it starts."""
+def _sentences(run: list[_Unit]) -> list[tuple[str, list[tuple[_Unit, str]], int]]:
+    """The sentences of a run's joined text, each with the units it spans and its part in each,
+    and the file line where it starts."""
     text = " ".join(u.text for u in run)
-    starts = []
+    spans = []
     at = 0
     for unit in run:
-        starts.append(at)
+        spans.append((unit, at, at + len(unit.text)))
         at += len(unit.text) + 1
     out = []
     for start, end in split_sentences(text):
         shares = [
-            (unit, min(end, s + len(unit.text)) - max(start, s))
-            for unit, s in zip(run, starts, strict=True)
-            if min(end, s + len(unit.text)) - max(start, s) > 0
+            (unit, text[max(start, a) : min(end, b)].strip())
+            for unit, a, b in spans
+            if min(end, b) > max(start, a) and text[max(start, a) : min(end, b)].strip()
         ]
         out.append((text[start:end], shares, shares[0][0].line))
     return out
@@ -225,7 +224,7 @@ def _cue_lines(cue: Cue, units: list[_Unit]) -> list[str]:
     last = cue.text[-1][len(cue.text[-1].rstrip("\r\n")) :] if cue.text else ""
     lines: list[str] = []
     for unit in units:
-        text = " ".join(p for p in unit.parts if p)
+        text = " ".join(p for _, p in sorted(unit.parts) if p)
         if unit.dialogue:
             marker = _DIALOGUE.match(_TAG.sub("", cue.text[unit.line - cue.line])).group(0)
             lines.append(marker.lstrip() + text)

@@ -8,6 +8,7 @@ included), so that `translate --model DIR` and `serve --model DIR` need nothing 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import logging
 import shutil
@@ -22,7 +23,7 @@ from translator.config import ModelConfig
 from translator.data.casing import CASING_FILE
 from translator.data.spelling import SPELLING_FILE
 from translator.data.tokenizer import save_tokenizer
-from translator.durable import temp_name
+from translator.durable import publish_dir, temp_name
 from translator.errors import ConfigError, TranslatorError
 from translator.export.engine import META_FILE, import_ctranslate2
 from translator.inference.predict import LoadedModel, load_model
@@ -195,7 +196,8 @@ def export_model(loaded: LoadedModel, output: Path, quantization: str = "int8") 
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         if output.exists():
             output.rmdir()
-        tmp.replace(output)
+        if not publish_dir(tmp, output):  # files flushed to disk, then renamed into place
+            raise FileExistsError(errno.EEXIST, "another export wrote it meanwhile")
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise TranslatorError(f"--output {output}: cannot write ({exc.strerror or exc})") from None

@@ -143,8 +143,11 @@ def translate_cues(cues: list[Cue], translate: Translate) -> None:
         redone = translate([part for _, _, part in again], [u.line for _, u, _ in again])
         for (k, unit, _), part in zip(again, redone, strict=True):
             unit.parts.append((k, part))
+    of_cue: dict[int, list[_Unit]] = {}
+    for unit in units:
+        of_cue.setdefault(id(unit.cue), []).append(unit)
     for cue in cues:
-        cue.out = _cue_lines(cue, [u for u in units if u.cue is cue])
+        cue.out = _cue_lines(cue, of_cue.get(id(cue), []))
 
 
 def _units(cue: Cue) -> list[_Unit]:

@@ -38,6 +38,7 @@ from translator.data.testsets import EvalSet
 from translator.data.tokenizer import load_tokenizer
 from translator.durable import publish_copy, publish_text
 from translator.errors import DataError
+from translator.run.names import tokenizer_file
 from translator.run.paths import RunPaths
 
 log = logging.getLogger("translator")
@@ -167,7 +168,7 @@ def _record(paths: RunPaths, store: Store) -> None:
         return
     for side in ("src", "tgt"):
         if not paths.tokenizer(side).is_file():
-            publish_copy(store.path / f"tokenizer_{side}.json", paths.tokenizer(side))
+            publish_copy(tokenizer_file(store.path, side), paths.tokenizer(side))
     for name in WORD_TABLES:  # learnt from this run's data, not a parent's
         if (store.path / name).is_file() and not (paths.weights_dir / name).is_file():
             publish_copy(store.path / name, paths.weights_dir / name)

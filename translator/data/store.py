@@ -58,6 +58,7 @@ from translator.data.typed import FORMS_VERSION
 from translator.durable import process_alive, publish_dir
 from translator.errors import DataError
 from translator.jsonfile import save_word_table
+from translator.run.names import tokenizer_file
 
 WORD_TABLES = (CASING_FILE, SPELLING_FILE)
 """Tables of words learnt from the data, kept beside its tokenizers (and copied into its runs)."""
@@ -306,7 +307,7 @@ class StoreWriter:
             for f in self.files.values():
                 f.close()
             for side, tok in zip(SIDES, tokenizers, strict=True):
-                save_tokenizer(tok, self.tmp / f"tokenizer_{side}.json")
+                save_tokenizer(tok, tokenizer_file(self.tmp, side))
             for name, table in (tables or {}).items():  # casing.json, spelling.json
                 save_word_table(table, self.tmp / name)
             text = "".join(f"{s}\t{t}\n" for s, t in valid_pairs)

@@ -31,6 +31,7 @@ from translator.export.engine import META_FILE as EXPORT_META
 from translator.jsonfile import read_json_object
 from translator.run.checkpoint import load_checkpoint
 from translator.run.lock import run_lock
+from translator.run.names import tokenizer_file
 from translator.run.paths import locate_run
 
 log = logging.getLogger("translator")
@@ -106,7 +107,7 @@ def _run_teacher(run_dir: Path, checkpoint: Path) -> Teacher:
             "or an exported model directory"
         ) from None
     for side in ("src", "tgt"):
-        if not (run_dir / f"tokenizer_{side}.json").is_file():
+        if not tokenizer_file(run_dir, side).is_file():
             raise CheckpointError(
                 f"--teacher {checkpoint}: no tokenizer_{side}.json beside it in {run_dir}; keep a "
                 "checkpoint in its run directory"

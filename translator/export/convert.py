@@ -29,6 +29,7 @@ from translator.export.engine import META_FILE, import_ctranslate2
 from translator.inference.predict import LoadedModel, load_model
 from translator.jsonfile import save_word_table
 from translator.model.transformer import Embedding, MultiHeadAttention, Transformer
+from translator.run.names import tokenizer_file
 from translator.run.paths import find_checkpoint
 from translator.specials import EOS, SOS, UNK
 
@@ -174,11 +175,11 @@ def export_model(loaded: LoadedModel, output: Path, quantization: str = "int8") 
     try:
         tmp.mkdir(parents=True)
         spec.save(str(tmp))
-        save_tokenizer(loaded.src_tokenizer, tmp / "tokenizer_src.json")
+        save_tokenizer(loaded.src_tokenizer, tokenizer_file(tmp, "src"))
         # One vocabulary for both languages (tokenizer.shared) is written once; the engine reads
         # tokenizer_src.json for both sides when there is no tokenizer_tgt.json.
         if loaded.tgt_tokenizer.to_str() != loaded.src_tokenizer.to_str():
-            save_tokenizer(loaded.tgt_tokenizer, tmp / "tokenizer_tgt.json")
+            save_tokenizer(loaded.tgt_tokenizer, tokenizer_file(tmp, "tgt"))
         for name, table in ((CASING_FILE, loaded.casing), (SPELLING_FILE, loaded.spelling)):
             if table is not None:
                 save_word_table(table, tmp / name)

@@ -27,6 +27,7 @@ from translator.errors import CheckpointError, ConfigError, TranslatorError
 from translator.inference.documents import Document, translate_inputs
 from translator.inference.mbr import mbr_choice
 from translator.inference.text import guard_size, longest_run, run_limit, translate_texts
+from translator.run.names import tokenizer_file
 
 log = logging.getLogger("translator")
 
@@ -105,8 +106,8 @@ def load_exported(path: Path, threads: int | None = None) -> ExportedModel:
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         config = config_from_dict(meta["config"], origin=str(meta_path))
-        src_tok = load_tokenizer(path / "tokenizer_src.json")
-        tgt_path = path / "tokenizer_tgt.json"  # none: one tokenizer for both languages
+        src_tok = load_tokenizer(tokenizer_file(path, "src"))
+        tgt_path = tokenizer_file(path, "tgt")  # none: one tokenizer for both languages
         if not tgt_path.exists() and not (path / "shared_vocabulary.json").exists():
             raise CheckpointError(
                 f"--model {path}: no tokenizer_tgt.json, and the model has two vocabularies; "

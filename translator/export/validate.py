@@ -19,6 +19,7 @@ from translator.data.tokenizer import decode_ids, save_tokenizer
 from translator.errors import ConfigError, DataError
 from translator.export.engine import ExportedModel, decode_exported, load_exported
 from translator.metrics import corpus_scores
+from translator.run.names import tokenizer_file
 
 log = logging.getLogger("translator")
 
@@ -69,8 +70,8 @@ def validate_model_command(
         raise DataError(f"--model {model_dir}: no split.json; export the run again to score it")
     with tempfile.TemporaryDirectory() as tmp:  # prepare_data caches beside the split: not in DIR
         shutil.copy(model_dir / "split.json", Path(tmp) / "split.json")
-        save_tokenizer(model.src_tokenizer, Path(tmp) / "tokenizer_src.json")
-        save_tokenizer(model.tgt_tokenizer, Path(tmp) / "tokenizer_tgt.json")  # shared: one file
+        save_tokenizer(model.src_tokenizer, tokenizer_file(Path(tmp), "src"))
+        save_tokenizer(model.tgt_tokenizer, tokenizer_file(Path(tmp), "tgt"))  # shared: one file
         data = prepare_data(model.config, RunPaths(model.run, Path(tmp) / "runs", Path(tmp)))
     if len(data.valid) == 0:
         raise DataError(f"--model {model_dir}: its validation split is empty; nothing to score")

@@ -30,6 +30,7 @@ from translator.inference.segment import layout
 from translator.inference.text import encode_sources, translate_texts  # noqa: F401  (encode_sources: re-exported)
 from translator.model.transformer import Transformer, build_model
 from translator.run.checkpoint import load_checkpoint
+from translator.run.names import tokenizer_file
 from translator.run.paths import find_checkpoint
 from translator.specials import PAD_ID
 
@@ -82,7 +83,7 @@ def _build_loaded(
         if state["tokenizers"][side] != fingerprint(tok):
             raise CheckpointError(
                 f"{checkpoint}: its {side} vocabulary differs from "
-                f"{run_dir / f'tokenizer_{side}.json'}; the checkpoint belongs to another run"
+                f"{tokenizer_file(run_dir, side)}; the checkpoint belongs to another run"
             )
     model = build_model(
         config.model,
@@ -103,7 +104,7 @@ def _build_loaded(
 
 def load_run_tokenizer(run_dir: Path, side: str, checkpoint: Path) -> Tokenizer:
     """The run's tokenizer for `side`, with an actionable error when it is missing or bad."""
-    path = run_dir / f"tokenizer_{side}.json"
+    path = tokenizer_file(run_dir, side)
     if not path.is_file():
         raise CheckpointError(
             f"{checkpoint}: no {path.name} in {run_dir}; keep a checkpoint in its run directory "

@@ -21,6 +21,7 @@ from translator.durable import file_digest, publish_copy, publish_text
 from translator.errors import CheckpointError
 from translator.jsonfile import read_json_object
 from translator.run.checkpoint import load_checkpoint
+from translator.run.names import tokenizer_file
 from translator.run.paths import PARENT_RECORD, TEACHER_RECORD, locate_run
 
 SIDES = ("src", "tgt")
@@ -44,12 +45,12 @@ class Parent:
         self.state.clear()
 
     def tokenizer(self, side: str) -> Path:
-        return self.run_dir / f"tokenizer_{side}.json"
+        return tokenizer_file(self.run_dir, side)
 
     def copy_tokenizers(self, run_dir: Path) -> None:
         """The parent's tokenizer files into `run_dir`, byte for byte, each written whole."""
         for side in SIDES:
-            publish_copy(self.tokenizer(side), run_dir / f"tokenizer_{side}.json")
+            publish_copy(self.tokenizer(side), tokenizer_file(run_dir, side))
 
     def record(self) -> dict[str, Any]:
         """What parent.json says: enough to follow the lineage from the run directories alone."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from translator.errors import CheckpointError, ConfigError
 from translator.run.checkpoint import AVERAGED, BEST, EMA, LATEST, saved_step
+from translator.run.names import tokenizer_file
 
 PARENT_RECORD = "parent.json"
 """The run this run was made from (train.init_from): run/lineage.py writes and reads it."""
@@ -72,7 +73,7 @@ class RunPaths:
         return self.weights_dir / BEST
 
     def tokenizer(self, side: str) -> Path:
-        return self.weights_dir / f"tokenizer_{side}.json"
+        return tokenizer_file(self.weights_dir, side)
 
     def discard_prepared(self) -> list[str]:
         """Remove what an earlier attempt of this run name that never checkpointed left: its

@@ -22,6 +22,7 @@ from translator.data.casing import load_casing
 from translator.data.spelling import load_spelling
 from translator.data.tokenizer import decode_ids, fingerprint, load_tokenizer
 from translator.device import resolve_device
+from translator.durable import publish_text
 from translator.errors import CheckpointError, ConfigError
 from translator.inference.attention import Head, translation_figure
 from translator.inference.decode import translate_ids
@@ -297,9 +298,10 @@ def save_attention(
 
 
 def write_lines(path: Path, lines: list[str]) -> None:
-    """Write one line per entry (`--output`); an unwritable path is a one-line ConfigError."""
+    """Write one line per entry (`--output`), whole (durable.py); an unwritable path is a
+    one-line ConfigError."""
     try:
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        publish_text(path, "".join(line + "\n" for line in lines))
     except OSError as exc:
         raise ConfigError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
 

@@ -7,6 +7,7 @@ re-exported here, so `from translator.config import Config, load_config` reads a
 from translator.config.load import (
     apply_override,
     config_from_dict,
+    given_settings,
     load_config,
     read_yaml,
     save_config,
@@ -33,6 +34,7 @@ __all__ = [
     "TrainConfig",
     "apply_override",
     "config_from_dict",
+    "given_settings",
     "load_config",
     "read_yaml",
     "save_config",

@@ -32,10 +32,20 @@ from translator.errors import ConfigError, TranslatorError
 
 def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> Config:
     """Read a YAML file (or start from defaults when `path` is None), apply `section.key=value`."""
+    return config_from_dict(
+        given_settings(path, overrides), origin=str(path) if path else "defaults"
+    )
+
+
+def given_settings(
+    path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """What the user set: the YAML file's sections (none without a file) with `--set` applied,
+    before any default fills the rest in (a run made from a run tells its own keys by them)."""
     raw = read_yaml(Path(path)) if path is not None else {}
     for item in overrides:
         apply_override(raw, item)
-    return config_from_dict(raw, origin=str(path) if path else "defaults")
+    return raw
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

@@ -23,7 +23,13 @@ from typing import Any
 
 import torch
 
-from translator.config import Config, DataConfig, apply_override, load_config, read_yaml
+from translator.config import (
+    Config,
+    DataConfig,
+    given_settings,
+    load_config,
+    read_yaml,
+)
 from translator.data.read import resolve_sources
 from translator.data.store import store_root
 from translator.distill.corpus import corpus_key, distil_source
@@ -176,9 +182,7 @@ def _source_entries(
 ) -> list[Any]:
     """The student's `data.source` entries (weights kept), or the teacher's when the student's
     config and `--set` name none."""
-    raw = read_yaml(config_path)
-    for item in overrides:
-        apply_override(raw, item)
+    raw = given_settings(config_path, overrides)
     given = (raw.get("data") or {}).get("source") is not None
     source = config.data.source if given else teacher.config.data.source
     return list(source) if isinstance(source, list) else [source]

@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from translator.config import Config, apply_override, config_from_dict, read_yaml
+from translator.config import Config, config_from_dict, given_settings
 from translator.data.tokenizer import fingerprint
 from translator.errors import CheckpointError, ConfigError
 from translator.metrics import Logger
@@ -45,9 +45,7 @@ def adapted_config(
     A key of those sections that the config or `--set` gives a value other than the parent's is
     a one-line error naming it.
     """
-    raw: dict[str, Any] = read_yaml(config_path) if config_path is not None else {}
-    for item in overrides:
-        apply_override(raw, item)
+    raw = given_settings(config_path, overrides)
     origin = str(config_path) if config_path is not None else "--set"
     own = config_from_dict(raw, origin)  # the child's own keys are checked first
     assert own.train.init_from is not None

@@ -34,14 +34,11 @@ def published(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     try:
         with open(tmp, mode, encoding=encoding) as f:
             yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    fsync_dir(path.parent)
+    publish_file(tmp, path)
 
 
 def publish_text(path: Path, text: str) -> None:

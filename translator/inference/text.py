@@ -136,8 +136,8 @@ def _translate_pieces(
 
 def _cut_if_long(piece: str, tokenizer: Tokenizer, max_tokens: int, line: int) -> list[str]:
     """`piece` whole when the model takes it, else cut at clauses (a line on stderr)."""
-    if len(piece) <= max_tokens or len(tokenizer.encode(piece).ids) <= max_tokens:
-        return [piece]  # a token holds at least one character
+    if len(piece.encode()) <= max_tokens or len(tokenizer.encode(piece).ids) <= max_tokens:
+        return [piece]  # a token holds at least one byte (a byte-level piece: one, not a char)
     cut = cut_long(
         piece, lambda words: [len(e.ids) for e in tokenizer.encode_batch(words)], max_tokens
     )

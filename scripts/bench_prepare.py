@@ -126,8 +126,10 @@ def encode_alone(store: Path, prefix: Path, n: int, sample: int) -> float:
     """Seconds the tokenizers library takes to encode `n` pairs (measured on `sample`)."""
     from tokenizers import Tokenizer
 
-    src_tok = Tokenizer.from_file(str(store / "tokenizer_src.json"))
-    tgt_tok = Tokenizer.from_file(str(store / "tokenizer_tgt.json"))
+    from translator.run.names import tokenizer_file
+
+    src_tok = Tokenizer.from_file(str(tokenizer_file(store, "src")))
+    tgt_tok = Tokenizer.from_file(str(tokenizer_file(store, "tgt")))
     with open(f"{prefix}.en", encoding="utf-8") as en, open(f"{prefix}.it", encoding="utf-8") as it:
         src = [line.rstrip("\n") for line in islice(en, sample)]
         tgt = [line.rstrip("\n") for line in islice(it, sample)]

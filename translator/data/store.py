@@ -102,7 +102,7 @@ class Store:
         return Sequences(ids, offsets, lengths)
 
     def tokenizers(self) -> tuple[Tokenizer, Tokenizer]:
-        return tuple(load_tokenizer(self.path / f"tokenizer_{s}.json") for s in SIDES)  # type: ignore[return-value]
+        return tuple(load_tokenizer(tokenizer_file(self.path, s)) for s in SIDES)  # type: ignore[return-value]
 
     def valid_pairs(self) -> list[Pair]:
         lines = (self.path / "valid.tsv").read_text(encoding="utf-8").splitlines()

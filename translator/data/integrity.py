@@ -27,18 +27,27 @@ def verify_files(path: Path, meta: dict[str, Any]) -> None:
     if meta.get("meta_sha256") != meta_digest(meta):
         raise StoreDamaged(path, "meta.json differs from what was written")
     for name, record in meta["files"].items():
-        file = path / name
-        try:
-            size = file.stat().st_size
-        except OSError:
-            raise StoreDamaged(path, f"{name} is missing") from None
-        if size != record["size"]:
-            raise StoreDamaged(path, f"{name} has {size:,} bytes, {record['size']:,} were written")
-        if file_digest(file) != record["sha256"]:
-            raise StoreDamaged(path, f"{name}: its content differs from what was written")
+        problem = file_problem(path, name, record["size"], record["sha256"])
+        if problem is not None:
+            raise StoreDamaged(path, problem)
     for name, largest in meta["max_id"].items():
         if largest >= meta["vocab_size"]:
             raise StoreDamaged(path, f"{name} holds id {largest}, past the vocabulary")
+
+
+def file_problem(folder: Path, name: str, size: int, sha256: str) -> str | None:
+    """What differs between `folder/name` and the size and SHA-256 recorded when it was written
+    (it is missing, has another size, or another content), or None when it is that file."""
+    file = folder / name
+    try:
+        found = file.stat().st_size
+    except OSError:
+        return f"{name} is missing"
+    if found != size:
+        return f"{name} has {found:,} bytes, {size:,} were written"
+    if file_digest(file) != sha256:
+        return f"{name}: its content differs from what was written"
+    return None
 
 
 def meta_digest(meta: dict[str, Any]) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from translator.config import DataConfig, DecodeConfig
-from translator.data.integrity import file_digest
+from translator.data.integrity import file_digest, file_problem
 from translator.data.read import Pair, Source, iter_source
 from translator.durable import publish_text, published
 from translator.errors import DataError, RunInUseError
@@ -70,22 +70,16 @@ def open_distilled(path: Path) -> Path | None:
     if not meta_path.is_file():
         return None
     meta = _read_meta(meta_path)
-    pairs = path / PAIRS
-    problem = None
     if not isinstance(meta.get("size"), int) or not isinstance(meta.get("sha256"), str):
-        problem = f"{META} does not say what was written"
-    elif not pairs.is_file():
-        problem = f"{PAIRS} is missing"
-    elif pairs.stat().st_size != meta["size"]:
-        problem = f"{PAIRS} has {pairs.stat().st_size:,} bytes, {meta['size']:,} were written"
-    elif file_digest(pairs) != meta["sha256"]:
-        problem = f"{PAIRS}: its content differs from what was written"
+        problem: str | None = f"{META} does not say what was written"
+    else:
+        problem = file_problem(path, PAIRS, meta["size"], meta["sha256"])
     if problem:
         raise DataError(
             f"the distilled corpus {path} is damaged ({problem}); delete that directory and run "
             "the distillation again to translate it anew"
         )
-    return pairs
+    return path / PAIRS
 
 
 def _read_meta(meta_path: Path) -> dict[str, Any]:

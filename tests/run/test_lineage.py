@@ -11,10 +11,19 @@ import pytest
 from helpers import ROOT, make_pairs, write_jsonl
 
 from translator.data.store import WORD_TABLES as STORE_TABLES
+from translator.durable import file_digest
 from translator.errors import CheckpointError
 from translator.run.average import average_run
-from translator.run.checkpoint import AVERAGED, load_checkpoint
-from translator.run.lineage import read_parent_record, read_teacher_record
+from translator.run.checkpoint import AVERAGED, load_checkpoint, save_checkpoint
+from translator.run.lineage import (
+    PARENT_FIELDS,
+    TEACHER_FIELDS,
+    check_record,
+    find_parent,
+    find_run_checkpoint,
+    read_parent_record,
+    read_teacher_record,
+)
 from translator.run.paths import RunPaths
 from translator.training.train import train_command
 
@@ -84,6 +93,34 @@ def test_an_incomplete_teacher_record_is_one_line_naming_the_field(tmp_path: Pat
     with pytest.raises(CheckpointError) as exc:
         read_teacher_record(tmp_path)
     one_line(exc, "'step'", "not an integer")
+
+
+def test_a_parent_and_a_teacher_are_one_lookup_and_one_record(tmp_path: Path) -> None:
+    """A run's checkpoint is found, recorded and refused alike as a parent and as a teacher:
+    the records differ only in their name fields, and a run without its tokenizers is one line
+    naming the role."""
+    import torch
+
+    run = tmp_path / "weights" / "R"
+    run.mkdir(parents=True)
+    state = {"model": {"w": torch.zeros(3)}, "optimizer": {}, "progress": {"step": 7},
+             "rng": {}, "config": {}, "tokenizers": {}}  # fmt: skip
+    save_checkpoint(state, run / "latest.pt")
+    for side in ("src", "tgt"):
+        (run / f"tokenizer_{side}.json").write_text("{}")
+    parent = find_parent("R", tmp_path / "weights")
+    teacher = find_run_checkpoint("R", tmp_path / "weights", "--teacher R", "", "teacher")
+    weights = {"path": str(run.resolve()), "checkpoint": str((run / "latest.pt").resolve()),
+               "step": 7, "sha256": file_digest(run / "latest.pt")}  # fmt: skip
+    assert parent.record("run") == {"run": "R", **weights}
+    assert teacher.record("teacher", kind="run") == {"teacher": "R", "kind": "run", **weights}
+    check_record(parent.record("run"), PARENT_FIELDS, run / "parent.json")
+    check_record(teacher.record("teacher", kind="run"), TEACHER_FIELDS, run / "teacher.json")
+    assert parent.describe() == teacher.describe() == f"R ({run / 'latest.pt'}, step 7)"
+    (run / "tokenizer_tgt.json").unlink()
+    with pytest.raises(CheckpointError) as exc:
+        find_run_checkpoint("R", tmp_path / "weights", "--teacher R", "", "teacher")
+    one_line(exc, "--teacher R: the teacher has no tokenizers", "tokenizer_tgt.json missing")
 
 
 def test_a_fresh_start_clears_every_file_an_earlier_attempt_left(tmp_path: Path) -> None:

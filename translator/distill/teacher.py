@@ -29,10 +29,8 @@ from translator.durable import (
 from translator.errors import CheckpointError, TranslatorError
 from translator.export.engine import META_FILE as EXPORT_META
 from translator.jsonfile import read_json_object
-from translator.run.checkpoint import load_checkpoint
+from translator.run.lineage import RunCheckpoint, find_run_checkpoint
 from translator.run.lock import run_lock
-from translator.run.names import tokenizer_file
-from translator.run.paths import locate_run
 
 log = logging.getLogger("translator")
 
@@ -45,32 +43,41 @@ CACHE_RECORD = "cache.json"
 class Teacher:
     """A model whose translations a student learns."""
 
-    name: str
     kind: str
     """`run` (a checkpoint and its run's tokenizers) or `export` (a CTranslate2 directory)."""
-    path: Path
-    """The run directory, or the exported model directory."""
-    checkpoint: Path | None
-    step: int
-    digest: str
-    """SHA-256 of the weights (the checkpoint file, or the export's model.bin): the distilled
-    corpus is keyed by it, so new weights never reuse an old teacher's translations."""
+    weights: RunCheckpoint
+    """Which weights: the run's checkpoint, or the exported directory (no checkpoint, the
+    digest of its model.bin). The distilled corpus is keyed by their digest, so new weights
+    never reuse an old teacher's translations."""
     config: Config
+
+    @property
+    def name(self) -> str:
+        return self.weights.name
+
+    @property
+    def path(self) -> Path:
+        """The run directory, or the exported model directory."""
+        return self.weights.run_dir
+
+    @property
+    def checkpoint(self) -> Path | None:
+        return self.weights.checkpoint
+
+    @property
+    def step(self) -> int:
+        return self.weights.step
+
+    @property
+    def digest(self) -> str:
+        return self.weights.digest
 
     def record(self) -> dict[str, Any]:
         """What teacher.json says in the student's run directory."""
-        return {
-            "teacher": self.name,
-            "kind": self.kind,
-            "path": str(self.path.resolve()),
-            "checkpoint": str(self.checkpoint.resolve()) if self.checkpoint else None,
-            "step": self.step,
-            "sha256": self.digest,
-        }
+        return self.weights.record("teacher", kind=self.kind)
 
     def describe(self) -> str:
-        where = self.checkpoint if self.checkpoint is not None else self.path
-        return f"{self.name} ({where}, step {self.step:,})"
+        return self.weights.describe()
 
 
 def find_teacher(given: str, weights_root: Path) -> Teacher:
@@ -87,33 +94,18 @@ def find_teacher(given: str, weights_root: Path) -> Teacher:
             f"{key}: {run_dir} holds neither a checkpoint (*.pt) nor an exported model "
             f"({EXPORT_META}); give a trained run or a directory written by `translator export`"
         )
-    checkpoint, run_dir = locate_run(given, weights_root, key, todo)
-    return _run_teacher(run_dir, checkpoint)
-
-
-def _run_teacher(run_dir: Path, checkpoint: Path) -> Teacher:
+    unreadable = "; give a trained run or an exported model directory"
+    found = find_run_checkpoint(given, weights_root, key, todo, "teacher", unreadable)
     try:
-        state = load_checkpoint(checkpoint)
-    except CheckpointError as exc:
-        raise CheckpointError(
-            f"--teacher {checkpoint}: {exc}; give a trained run or an exported model directory"
-        ) from None
-    try:
-        config = config_from_dict(state["config"], origin=f"{checkpoint} (config)")
-        step = int(state["progress"]["step"])
+        config = config_from_dict(found.state["config"], origin=f"{found.checkpoint} (config)")
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(
-            f"--teacher {checkpoint}: not a checkpoint of a translator run ({exc}); give a run "
-            "or an exported model directory"
+            f"{key}: not a checkpoint of a translator run ({exc}); give a run or an exported "
+            "model directory"
         ) from None
-    for side in ("src", "tgt"):
-        if not tokenizer_file(run_dir, side).is_file():
-            raise CheckpointError(
-                f"--teacher {checkpoint}: no tokenizer_{side}.json beside it in {run_dir}; keep a "
-                "checkpoint in its run directory"
-            )
-    name = run_dir.resolve().name
-    return Teacher(name, "run", run_dir, checkpoint, step, file_digest(checkpoint), config)
+    finally:
+        found.forget_state()  # it translates from the file, loaded again
+    return Teacher("run", found, config)
 
 
 def _exported_teacher(path: Path) -> Teacher:
@@ -128,9 +120,8 @@ def _exported_teacher(path: Path) -> Teacher:
     if not weights.is_file():
         raise CheckpointError(f"--teacher {path}: no model.bin there; export the model again")
     name = str(meta.get("run", path.name))
-    return Teacher(
-        name, "export", path, None, int(meta.get("step", 0)), file_digest(weights), config
-    )
+    step = int(meta.get("step", 0))
+    return Teacher("export", RunCheckpoint(name, path, None, step, file_digest(weights)), config)
 
 
 def teacher_decoding(teacher: Teacher, student: Config) -> DecodeConfig:

@@ -1,8 +1,10 @@
-"""A run made from another run (`train.init_from`): finding the parent's files, and the records a
-run keeps of where it came from (parent.json; teacher.json for a distilled run).
+"""A run made from another run (`train.init_from`) or taught by one (`translator distill`):
+finding that run's checkpoint with its files, and the records a run keeps of where it came from
+(parent.json; teacher.json for a distilled run).
 
-The parent is read only through here: its checkpoint (the one `translate` would choose, or the
-file named), its tokenizers and its step. Nothing else reaches into another run's folder.
+A parent or a run teacher is read only through here (`RunCheckpoint`): its checkpoint (the one
+`translate` would choose, or the file named), its tokenizers and its step. Nothing else reaches
+into another run's folder.
 
 A record names the exact weights: the SHA-256 of the checkpoint file the run started from (or
 whose translations it learns), so a parent or teacher rewritten since, even at the same step, is
@@ -13,7 +15,7 @@ naming the file and the field.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,71 +30,96 @@ SIDES = ("src", "tgt")
 
 
 @dataclass(frozen=True)
-class Parent:
-    """The run a new run starts from: where it is, the checkpoint taken, and that checkpoint."""
+class RunCheckpoint:
+    """A checkpoint with its run, as a run made from it names it: its parent (`train.init_from`)
+    or its distillation teacher. Which run, which file, at which step, the exact weights, and the
+    checkpoint as loaded."""
 
     name: str
     run_dir: Path
-    checkpoint: Path
-    state: dict[str, Any]
-    """The checkpoint as loaded; `forget_state` lets it go once the weights are taken."""
+    """The run's directory, its tokenizers beside the checkpoint (for a teacher given as an
+    exported model: that model's directory)."""
+    checkpoint: Path | None
+    """The checkpoint file; None for an exported model, whose weights are in `run_dir`."""
     step: int
     digest: str
-    """SHA-256 of the checkpoint file: the exact weights the child starts from."""
+    """SHA-256 of the weights (the checkpoint file; an export's model.bin): the exact weights a
+    child starts from or a student learns the translations of."""
+    state: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The checkpoint as loaded; `forget_state` lets it go once what is needed is taken."""
 
     def forget_state(self) -> None:
-        """Free the checkpoint's tensors (and optimizer state) once the child has its weights."""
+        """Free the checkpoint's tensors (and optimizer state) once the weights are taken."""
         self.state.clear()
 
     def tokenizer(self, side: str) -> Path:
         return tokenizer_file(self.run_dir, side)
 
     def copy_tokenizers(self, run_dir: Path) -> None:
-        """The parent's tokenizer files into `run_dir`, byte for byte, each written whole."""
+        """The run's tokenizer files into `run_dir`, byte for byte, each written whole."""
         for side in SIDES:
             publish_copy(self.tokenizer(side), tokenizer_file(run_dir, side))
 
-    def record(self) -> dict[str, Any]:
-        """What parent.json says: enough to follow the lineage from the run directories alone."""
+    def record(self, name_key: str, **more: Any) -> dict[str, Any]:
+        """A lineage record, enough to follow it from the run directories alone: the name under
+        `name_key` (parent.json: `run`; teacher.json: `teacher`, then its `kind` in `more`),
+        then where the weights are, their step and their SHA-256."""
         return {
-            "run": self.name,
+            name_key: self.name,
+            **more,
             "path": str(self.run_dir.resolve()),
-            "checkpoint": str(self.checkpoint.resolve()),
+            "checkpoint": str(self.checkpoint.resolve()) if self.checkpoint else None,
             "step": self.step,
             "sha256": self.digest,
         }
 
     def describe(self) -> str:
-        return f"run {self.name} ({self.checkpoint}, step {self.step:,})"
+        where = self.checkpoint if self.checkpoint is not None else self.run_dir
+        return f"{self.name} ({where}, step {self.step:,})"
 
 
-def find_parent(init_from: str, weights_root: Path) -> Parent:
-    """The parent named by `train.init_from`: a checkpoint file, a run directory, or a run name
-    under `weights_root`. Every way it can fail is one line naming what to fix."""
-    key = f"train.init_from {init_from!r}"
-    todo = "train the parent first, or give the path of its directory or checkpoint"
-    checkpoint, run_dir = locate_run(init_from, weights_root, key, todo)
+MADE_BY = {"parent": "child", "teacher": "student"}
+"""What each role's run makes: the words of `find_run_checkpoint`'s errors."""
+
+
+def find_run_checkpoint(
+    given: str, weights_root: Path, key: str, todo: str, role: str, unreadable: str = ""
+) -> RunCheckpoint:
+    """The checkpoint `given` names (a checkpoint file, a run directory, or a run name under
+    `weights_root`), loaded, with its SHA-256 and its run's tokenizers beside it. Every way it
+    can fail is one line starting with `key` and naming the run by its `role` (a key of
+    MADE_BY); `todo` says what to do when nothing of that name exists, `unreadable` (appended)
+    when the file is not a readable checkpoint."""
+    checkpoint, run_dir = locate_run(given, weights_root, key, todo)
     try:
         digest = file_digest(checkpoint)  # before the load: the weights read are these or newer
         state = load_checkpoint(checkpoint)
     except CheckpointError as exc:
-        raise CheckpointError(f"{key}: {exc}") from None
+        raise CheckpointError(f"{key}: {exc}{unreadable}") from None
     except OSError as exc:
         raise CheckpointError(f"{key}: cannot read {checkpoint}: {exc.strerror or exc}") from None
     if file_digest(checkpoint) != digest:
         raise CheckpointError(
-            f"{key}: {checkpoint} was rewritten while it was read (the parent is training or "
-            "being averaged); start the child again once the parent's run has finished"
+            f"{key}: {checkpoint} was rewritten while it was read (the {role} is training or "
+            f"being averaged); start the {MADE_BY[role]} again once the {role}'s run has finished"
         )
     step = int(state.get("progress", {}).get("step", 0))
-    parent = Parent(run_dir.resolve().name, run_dir, checkpoint, state, step, digest)
-    missing = [str(parent.tokenizer(s)) for s in SIDES if not parent.tokenizer(s).is_file()]
+    found = RunCheckpoint(run_dir.resolve().name, run_dir, checkpoint, step, digest, state)
+    missing = [str(found.tokenizer(s)) for s in SIDES if not found.tokenizer(s).is_file()]
     if missing:
         raise CheckpointError(
-            f"{key}: the parent has no tokenizers ({', '.join(missing)} missing); a model is "
-            "read with its vocabulary: copy the parent's whole run directory"
+            f"{key}: the {role} has no tokenizers ({', '.join(missing)} missing); a model is "
+            f"read with its vocabulary: copy the {role}'s whole run directory"
         )
-    return parent
+    return found
+
+
+def find_parent(init_from: str, weights_root: Path) -> RunCheckpoint:
+    """The parent named by `train.init_from`: a checkpoint file, a run directory, or a run name
+    under `weights_root`. Every way it can fail is one line naming what to fix."""
+    key = f"train.init_from {init_from!r}"
+    todo = "train the parent first, or give the path of its directory or checkpoint"
+    return find_run_checkpoint(init_from, weights_root, key, todo, "parent")
 
 
 PARENT_FIELDS: dict[str, tuple[type, ...]] = {
@@ -115,9 +142,9 @@ TEACHER_FIELDS: dict[str, tuple[type, ...]] = {
 OPTIONAL_FIELDS: dict[str, tuple[type, ...]] = {"sha256": (str,)}
 
 
-def write_parent_record(run_dir: Path, parent: Parent) -> None:
+def write_parent_record(run_dir: Path, parent: RunCheckpoint) -> None:
     """Write parent.json whole."""
-    _write_record(run_dir / PARENT_RECORD, parent.record())
+    _write_record(run_dir / PARENT_RECORD, parent.record("run"))
 
 
 def read_parent_record(run_dir: Path) -> dict[str, Any] | None:

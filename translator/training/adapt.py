@@ -17,7 +17,12 @@ from translator.data.tokenizer import fingerprint
 from translator.errors import CheckpointError, ConfigError
 from translator.metrics import Logger
 from translator.model.transformer import Transformer
-from translator.run.lineage import Parent, find_parent, read_parent_record, read_teacher_record
+from translator.run.lineage import (
+    RunCheckpoint,
+    find_parent,
+    read_parent_record,
+    read_teacher_record,
+)
 from translator.run.paths import RunPaths
 
 log = logging.getLogger("translator")
@@ -39,7 +44,7 @@ adapted model stays robust to the way people write)."""
 
 def adapted_config(
     config_path: Path | None, overrides: list[str], weights_root: Path
-) -> tuple[Config, Parent]:
+) -> tuple[Config, RunCheckpoint]:
     """The child's config, its model and tokenizer sections the parent's, and the parent.
 
     A key of those sections that the config or `--set` gives a value other than the parent's is
@@ -79,13 +84,15 @@ def adapted_config(
     return config_from_dict(raw, origin), parent
 
 
-def start_from_parent(parent: Parent, paths: RunPaths, is_main: bool) -> None:
+def start_from_parent(parent: RunCheckpoint, paths: RunPaths, is_main: bool) -> None:
     """Before the data is prepared: the parent's tokenizers into the run (rank 0)."""
     if is_main:
         parent.copy_tokenizers(paths.weights_dir)
 
 
-def load_parent_weights(model: Transformer, parent: Parent, src_tok: Any, tgt_tok: Any) -> None:
+def load_parent_weights(
+    model: Transformer, parent: RunCheckpoint, src_tok: Any, tgt_tok: Any
+) -> None:
     """The parent's weights into `model`, after checking the vocabularies are the parent's."""
     for side, tok in (("src", src_tok), ("tgt", tgt_tok)):
         if parent.state["tokenizers"].get(side) != fingerprint(tok):
@@ -103,7 +110,7 @@ def load_parent_weights(model: Transformer, parent: Parent, src_tok: Any, tgt_to
         ) from None
 
 
-def announce_parent(paths: RunPaths, logger: Logger, parent: Parent | None) -> None:
+def announce_parent(paths: RunPaths, logger: Logger, parent: RunCheckpoint | None) -> None:
     """Say where the run came from (its parent, its teacher): on the terminal, and as text in
     TensorBoard."""
     teacher = read_teacher_record(paths.weights_dir)
@@ -115,13 +122,13 @@ def announce_parent(paths: RunPaths, logger: Logger, parent: Parent | None) -> N
         )
         lines = "\n".join(f"- {k}: `{v}`" for k, v in teacher.items())
         logger.text("run/teacher", f"trained on a teacher's translations:\n\n{lines}", 0)
-    record = parent.record() if parent is not None else read_parent_record(paths.weights_dir)
+    record = parent.record("run") if parent is not None else read_parent_record(paths.weights_dir)
     if record is None:
         return
     if parent is not None:
         log.info(
-            "starting from %s: its weights and tokenizers; a new optimizer, schedule and step "
-            "count",
+            "starting from run %s: its weights and tokenizers; a new optimizer, schedule and "
+            "step count",
             parent.describe(),
         )
     else:

@@ -20,7 +20,7 @@ from translator.metrics import NullLogger, TensorBoardLogger
 from translator.model.transformer import build_model, count_parameters
 from translator.run.branch import set_aside_later
 from translator.run.checkpoint import load_checkpoint
-from translator.run.lineage import Parent, write_parent_record
+from translator.run.lineage import RunCheckpoint, write_parent_record
 from translator.run.lock import run_lock
 from translator.run.paths import RunPaths
 from translator.training.adapt import (
@@ -104,7 +104,7 @@ def _train_run(
     paths: RunPaths,
     resume_path: Path | None,
     device_name: str | None,
-    parent: Parent | None = None,
+    parent: RunCheckpoint | None = None,
     eval_sets: dict[str, list[Pair]] | None = None,
     locked: Callable[[RunPaths, bool], None] | None = None,
 ) -> Trainer:

@@ -36,6 +36,7 @@ from translator.distill.corpus import corpus_key, distil_source
 from translator.distill.filtering import filtered_pairs
 from translator.distill.teacher import (
     Teacher,
+    announce_teacher,
     find_teacher,
     open_teacher,
     teacher_decoding,
@@ -107,7 +108,8 @@ def distill_command(
 
     data_source = f"data.source={json.dumps(sources)}"
     train_command(config_path, [*overrides, data_source], paths.name, resume, device, runs_root,
-                  weights_root, locked=record_teacher)  # fmt: skip
+                  weights_root, locked=record_teacher,
+                  announce=lambda logger: announce_teacher(teacher, logger))  # fmt: skip
 
 
 def distilled_sources(

@@ -29,6 +29,7 @@ from translator.durable import (
 from translator.errors import CheckpointError, TranslatorError
 from translator.export.engine import META_FILE as EXPORT_META
 from translator.jsonfile import read_json_object
+from translator.metrics import Logger
 from translator.run.lineage import RunCheckpoint, find_run_checkpoint
 from translator.run.lock import run_lock
 
@@ -122,6 +123,19 @@ def _exported_teacher(path: Path) -> Teacher:
     name = str(meta.get("run", path.name))
     step = int(meta.get("step", 0))
     return Teacher("export", RunCheckpoint(name, path, None, step, file_digest(weights)), config)
+
+
+def announce_teacher(teacher: Teacher, logger: Logger) -> None:
+    """Say that the student learns the teacher's translations: on the terminal, and as its
+    teacher.json record in TensorBoard's text."""
+    record = teacher.record()
+    log.info(
+        "distilled: trained on the translations of teacher %s (step %s)",
+        record["teacher"],
+        record["step"],
+    )
+    lines = "\n".join(f"- {k}: `{v}`" for k, v in record.items())
+    logger.text("run/teacher", f"trained on a teacher's translations:\n\n{lines}", 0)
 
 
 def teacher_decoding(teacher: Teacher, student: Config) -> DecodeConfig:

@@ -17,12 +17,7 @@ from translator.data.tokenizer import fingerprint
 from translator.errors import CheckpointError, ConfigError
 from translator.metrics import Logger
 from translator.model.transformer import Transformer
-from translator.run.lineage import (
-    RunCheckpoint,
-    find_parent,
-    read_parent_record,
-    read_teacher_record,
-)
+from translator.run.lineage import RunCheckpoint, find_parent, read_parent_record
 from translator.run.paths import RunPaths
 
 log = logging.getLogger("translator")
@@ -111,17 +106,7 @@ def load_parent_weights(
 
 
 def announce_parent(paths: RunPaths, logger: Logger, parent: RunCheckpoint | None) -> None:
-    """Say where the run came from (its parent, its teacher): on the terminal, and as text in
-    TensorBoard."""
-    teacher = read_teacher_record(paths.weights_dir)
-    if teacher is not None:
-        log.info(
-            "distilled: trained on the translations of teacher %s (step %s)",
-            teacher["teacher"],
-            teacher["step"],
-        )
-        lines = "\n".join(f"- {k}: `{v}`" for k, v in teacher.items())
-        logger.text("run/teacher", f"trained on a teacher's translations:\n\n{lines}", 0)
+    """Say where the run came from (its parent): on the terminal, and as text in TensorBoard."""
     record = parent.record("run") if parent is not None else read_parent_record(paths.weights_dir)
     if record is None:
         return

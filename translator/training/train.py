@@ -16,7 +16,7 @@ from translator.data.read import Pair
 from translator.data.testsets import encode_eval_sets, read_eval_sets
 from translator.device import autocast_dtype, resolve_device
 from translator.errors import CheckpointError, ConfigError
-from translator.metrics import NullLogger, TensorBoardLogger
+from translator.metrics import Logger, NullLogger, TensorBoardLogger
 from translator.model.transformer import build_model, count_parameters
 from translator.run.branch import set_aside_later
 from translator.run.checkpoint import load_checkpoint
@@ -50,20 +50,23 @@ def train_command(
     runs_root: Path = Path("runs"),
     weights_root: Path = Path("weights"),
     locked: Callable[[RunPaths, bool], None] | None = None,
+    announce: Callable[[Logger], None] | None = None,
 ) -> Trainer:
     """`translator train`: build everything from the config and train; resume when asked.
 
     Under torchrun, every process runs this; rank 0 alone prepares the data, logs and saves.
     `locked(paths, resuming)` is called by rank 0 once it holds the run's lock and a fresh start
     has cleared what an earlier attempt left: what a caller writes into the run goes there
-    (distill's teacher.json).
+    (distill's teacher.json). `announce(logger)` is called once the run's logger is open, before
+    the parent is announced: what a caller says of the run (distill: its teacher).
     """
     if launched_by_torchrun():
         init_distributed(resolve_device(device_name))
     try:
         return _train(
-            config_path, overrides, run, resume, device_name, runs_root, weights_root, locked
-        )
+            config_path, overrides, run, resume, device_name, runs_root, weights_root, locked,
+            announce,
+        )  # fmt: skip
     finally:
         shutdown()
 
@@ -77,6 +80,7 @@ def _train(
     runs_root: Path,
     weights_root: Path,
     locked: Callable[[RunPaths, bool], None] | None = None,
+    announce: Callable[[Logger], None] | None = None,
 ) -> Trainer:
     rank = current_rank()
     level = logging.INFO if rank.is_main else logging.WARNING
@@ -93,10 +97,14 @@ def _train(
         config, parent = adapted_config(config_path, overrides, weights_root)
     eval_sets = read_eval_sets(config)  # a bad file fails before anything is written
     if not rank.is_main:  # rank 0 holds the run's lock for the whole job
-        return _train_run(config, paths, resume_path, device_name, parent, eval_sets)
+        return _train_run(
+            config, paths, resume_path, device_name, parent, eval_sets, announce=announce
+        )
     paths.make()
     with run_lock(paths.weights_dir, paths.name):
-        return _train_run(config, paths, resume_path, device_name, parent, eval_sets, locked)
+        return _train_run(
+            config, paths, resume_path, device_name, parent, eval_sets, locked, announce
+        )
 
 
 def _train_run(
@@ -107,6 +115,7 @@ def _train_run(
     parent: RunCheckpoint | None = None,
     eval_sets: dict[str, list[Pair]] | None = None,
     locked: Callable[[RunPaths, bool], None] | None = None,
+    announce: Callable[[Logger], None] | None = None,
 ) -> Trainer:
     """Prepare data, model and Trainer, then train; rank 0 holds the run's lock meanwhile."""
     rank = current_rank()
@@ -167,6 +176,8 @@ def _train_run(
         paths.log_dir,
     )
     logger = TensorBoardLogger(paths.log_dir) if rank.is_main else NullLogger()
+    if announce is not None:
+        announce(logger)
     announce_parent(paths, logger, parent)
     trainer = Trainer(config, model, data, paths, device, logger)
     if resume_path is not None:

@@ -1,16 +1,19 @@
 """Encoding for the store: the normalizer-free copies give the tokenizers' own ids on cleaned
-text, and encoding a chunk ahead in a thread keeps every chunk with its own ids."""
+text, encoding a chunk ahead in a thread keeps every chunk with its own ids, and pairs too long
+are dropped and counted."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
+from helpers import make_pairs
 
 from translator.config import DataConfig
-from translator.data.clean import clean_chunk, make_cleaner
-from translator.data.encode import encode_ahead, encode_kept, for_clean_text
+from translator.data.clean import FilterStats, clean_chunk, make_cleaner
+from translator.data.encode import encode_ahead, encode_kept, encode_pairs, for_clean_text
 from translator.data.tokenizer import train_tokenizer
+from translator.specials import UNK_ID
 
 # Text that the normalizer would change if cleaning had not: combining accents, tabs, no-break and
 # ideographic spaces, line separators, leading and trailing space, a literal special token.
@@ -56,3 +59,28 @@ def test_encoding_ahead_keeps_each_chunk_with_its_own_ids() -> None:
     for chunk, src, tgt, keep in got:
         assert (src, tgt, keep) == encode_kept(chunk, tok, tok, 6)
     assert 0 < sum(len(k) for *_, k in got) < len(pairs)  # max_len 6 drops some
+
+
+def test_encode_pairs_drops_and_counts_too_long_pairs() -> None:
+    pairs = make_pairs(60, seed=1, max_words=8)
+    src_tok = train_tokenizer((s for s, _ in pairs), min_freq=1)
+    tgt_tok = train_tokenizer((t for _, t in pairs), min_freq=1)
+    max_len = 5  # sentences of up to 4 words plus "." fit
+    stats = FilterStats()
+    ds, kept = encode_pairs(pairs, src_tok, tgt_tok, max_len, stats)
+    expected = [i for i, (s, t) in enumerate(pairs) if len(s.split()) <= 5 and len(t.split()) <= 5]
+    assert 0 < len(expected) < len(pairs)
+    assert kept == expected
+    assert len(ds) == len(kept)
+    assert stats.too_long == len(pairs) - len(kept)
+    for row, i in enumerate(kept):
+        assert ds.src_ids[row] == src_tok.encode(pairs[i][0]).ids
+        assert ds.tgt_ids[row] == tgt_tok.encode(pairs[i][1]).ids
+        assert UNK_ID not in ds.src_ids[row] + ds.tgt_ids[row]
+
+
+def test_encode_pairs_of_nothing() -> None:
+    tok = train_tokenizer(["a b"], min_freq=1)
+    stats = FilterStats()
+    ds, kept = encode_pairs([], tok, tok, 10, stats)
+    assert len(ds) == 0 and kept == [] and stats.too_long == 0

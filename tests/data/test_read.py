@@ -1,5 +1,6 @@
-"""Sources as users download them: Moses pairs (prefix or two paths), gzip, several sources, and
-errors that name the file and line without holding the file in memory."""
+"""Sources as users download them: JSONL, TSV and Parquet files, Moses pairs (prefix or two
+paths), gzip, several sources, and errors that name the file and line without holding the file
+in memory."""
 
 from __future__ import annotations
 
@@ -7,14 +8,21 @@ import gzip
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from helpers import make_pairs, write_jsonl
 
 from translator.config import DataConfig, load_config
-from translator.data.read import read_pairs, resolve_sources
+from translator.data.read import read_local_pairs, read_pairs, resolve_sources
 from translator.errors import DataError
 
 PAIRS = make_pairs(50, seed=4)
+MIXED = [
+    ("Hello, world!", "Ciao, mondo!"),
+    ("The cat.", "Il gatto."),
+    ("Tab\u00e8 ok", "Così è"),
+]  # punctuation, accents
 
 
 def write_moses(prefix: Path, pairs: list[tuple[str, str]], gz: bool = False) -> None:
@@ -133,3 +141,138 @@ def test_a_typo_in_a_list_of_sources_is_one_line(tmp_path: Path) -> None:
     cfg = DataConfig(source=[str(tmp_path / "ok.jsonl"), str(tmp_path / "missing.jsonl")])
     with pytest.raises(DataError, match=r"file not found: .*missing\.jsonl"):
         resolve_sources(cfg)
+
+
+def read_error(path: Path, lang_src: str = "en", lang_tgt: str = "it") -> str:
+    with pytest.raises(DataError) as err:
+        read_local_pairs(path, lang_src, lang_tgt)
+    return str(err.value)
+
+
+def test_read_jsonl_opus_books_schema(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "pairs.jsonl", MIXED)
+    assert read_local_pairs(path, "en", "it") == MIXED
+
+
+def test_read_jsonl_swapped_direction_and_flat_records(tmp_path: Path) -> None:
+    path = tmp_path / "flat.jsonl"
+    lines = [json.dumps({"en": en, "it": it}) for en, it in MIXED]
+    path.write_text("\n".join(lines) + "\n\n", encoding="utf-8")  # a trailing blank line is fine
+    assert read_local_pairs(path, "it", "en") == [(it, en) for en, it in MIXED]
+
+
+def test_read_tsv(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.tsv"
+    path.write_text("".join(f"{en}\t{it}\r\n" for en, it in MIXED), encoding="utf-8")
+    assert read_local_pairs(path, "en", "it") == MIXED
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".tsv"])
+def test_a_byte_order_mark_is_not_part_of_the_text(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"bom{suffix}"
+    if suffix == ".jsonl":
+        text = "".join(json.dumps({"translation": {"en": en, "it": it}}) + "\n" for en, it in MIXED)
+    else:
+        text = "".join(f"{en}\t{it}\n" for en, it in MIXED)
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert read_local_pairs(path, "en", "it") == MIXED
+
+
+def test_read_parquet_translation_struct(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.parquet"
+    table = pa.table(
+        {
+            "id": [str(i) for i in range(len(MIXED))],
+            "translation": [{"en": en, "it": it} for en, it in MIXED],
+        }
+    )
+    pq.write_table(table, path)
+    assert read_local_pairs(path, "en", "it") == MIXED
+
+
+def test_read_parquet_flat_columns(tmp_path: Path) -> None:
+    path = tmp_path / "flat.parquet"
+    pq.write_table(pa.table({"en": [p[0] for p in MIXED], "it": [p[1] for p in MIXED]}), path)
+    assert read_local_pairs(path, "en", "it") == MIXED
+
+
+def test_read_pairs_dispatches_to_a_local_file(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "pairs.jsonl", MIXED)
+    assert read_pairs(DataConfig(source=str(path))) == MIXED
+
+
+def test_malformed_json_names_file_and_line(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "bad.jsonl", MIXED)
+    with path.open("a", encoding="utf-8") as f:
+        f.write('{"translation": {"en": "x", "it": \n')
+    message = read_error(path)
+    assert f"{path}:4:" in message and "malformed JSON" in message
+
+
+def test_json_line_that_is_not_an_object(tmp_path: Path) -> None:
+    path = tmp_path / "list.jsonl"
+    path.write_text('["en", "it"]\n', encoding="utf-8")
+    assert f"{path}:1:" in read_error(path)
+
+
+def test_missing_language_names_line_and_languages_found(tmp_path: Path) -> None:
+    path = tmp_path / "fr.jsonl"
+    records = [{"translation": {"en": "a", "it": "b"}}, {"translation": {"en": "a", "fr": "b"}}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    message = read_error(path)
+    assert f"{path}:2:" in message
+    assert "'it'" in message and "en, fr" in message
+
+
+def test_wrong_language_pair_is_reported(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "pairs.jsonl", MIXED)
+    assert "'de'" in read_error(path, "en", "de")
+
+
+def test_non_utf8_byte_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.tsv"
+    path.write_bytes(b"one\tuno\ntwo\tdue\ncaf\xe9\tcaff\xe8\n")
+    message = read_error(path)
+    assert f"{path}:3:" in message and "UTF-8" in message and "0xe9" in message
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".tsv"])
+@pytest.mark.parametrize("content", ["", "\n\n   \n"])
+def test_empty_file(tmp_path: Path, suffix: str, content: str) -> None:
+    path = tmp_path / f"empty{suffix}"
+    path.write_text(content, encoding="utf-8")
+    assert "no sentence pairs" in read_error(path)
+
+
+@pytest.mark.parametrize("line", ["only one field", "a\tb\tc"])
+def test_tsv_with_wrong_number_of_fields_names_the_line(tmp_path: Path, line: str) -> None:
+    path = tmp_path / "bad.tsv"
+    path.write_text(f"one\tuno\n{line}\n", encoding="utf-8")
+    message = read_error(path)
+    assert f"{path}:2:" in message
+    assert f"found {len(line.split(chr(9)))}" in message
+
+
+def test_parquet_without_the_languages_names_the_row(tmp_path: Path) -> None:
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"en": ["a", "b"], "fr": ["c", "d"]}), path)
+    message = read_error(path)
+    assert "row 1" in message and "'it'" in message
+
+
+def test_unreadable_parquet(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.parquet"
+    path.write_bytes(b"this is not parquet at all")
+    assert "not a readable parquet file" in read_error(path)
+
+
+def test_directory_is_rejected(tmp_path: Path) -> None:
+    (tmp_path / "dir.jsonl").mkdir()
+    assert "directory" in read_error(tmp_path / "dir.jsonl")
+
+
+@pytest.mark.parametrize("source", ["missing.jsonl", "missing.tsv", "sub/dir/missing"])
+def test_nonexistent_local_path_is_a_data_error(source: str) -> None:
+    with pytest.raises(DataError, match="file not found") as err:
+        read_pairs(DataConfig(source=source))
+    assert source in str(err.value)

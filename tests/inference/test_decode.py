@@ -8,6 +8,7 @@ different lengths.
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 import torch
@@ -67,12 +68,13 @@ def log_probs(
     T = max(len(t) for t in targets)
     tgt_in = torch.full((len(targets), T), PAD_ID, dtype=torch.long)
     tgt_out = torch.full((len(targets), T), PAD_ID, dtype=torch.long)
-    real = torch.zeros(len(targets), T, dtype=torch.bool)  # outputs may hold the [PAD] id itself
+    real = torch.zeros(len(targets), T, dtype=torch.bool)
     for i, t in enumerate(targets):
         real[i, : len(t)] = True
         tgt_in[i, : len(t)] = torch.tensor([SOS_ID, *t[:-1]])
         tgt_out[i, : len(t)] = torch.tensor(t)
     logits = model(src_row.expand(len(targets), -1), tgt_in)  # (N, T, V)
+    logits[..., SOS_ID] = -math.inf  # never an output: the search normalises without it
     token_lp = logits.log_softmax(-1).gather(2, tgt_out[..., None])[..., 0]  # (N, T)
     return token_lp.masked_fill(~real, 0.0).sum(1).tolist()
 

@@ -13,10 +13,13 @@ from translator.errors import ConfigError
 
 @dataclass(frozen=True)
 class TokenizerConfig:
-    kind: Literal["word", "bpe", "unigram"] = "word"
+    kind: Literal["word", "bpe", "unigram", "sentencepiece"] = "word"
     """`word`: WordLevel, one token per word or punctuation run, rare words [UNK]; `bpe`:
     byte-level BPE subwords; `unigram`: SentencePiece-style Unigram subwords with byte fallback.
-    The subword kinds never produce [UNK] and turn their tokens back into exactly the text."""
+    The subword kinds never produce [UNK] and turn their tokens back into exactly the text.
+    `sentencepiece`: a model of the SentencePiece library itself (unigram, byte fallback), as
+    OPUS-MT uses: a run trained with it exports whole to Hugging Face Transformers (`translator
+    export --format transformers`); needs `pip install -e ".[hf]"`."""
     vocab_size: int | None = None
     """Vocabulary size (specials included): the size `bpe`/`unigram` build (default 8000); for
     `word` a cap, as `max_vocab`."""
@@ -84,12 +87,21 @@ class ModelConfig:
     """Dropout on attention weights (not in the paper; above 0 it rules out fused CPU kernels)."""
     norm: Literal["pre", "post"] = "pre"
     """`pre`: LayerNorm before each sublayer (stable); `post`: after the residual (the paper's)."""
-    activation: Literal["relu", "gelu"] = "relu"
-    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
+    activation: Literal["relu", "gelu", "swish"] = "relu"
+    """The feed-forward network's activation; `swish` (SiLU) is Marian's (OPUS-MT models)."""
+    positions: Literal["sinusoidal", "sinusoidal_halves", "learned"] = "sinusoidal"
+    """`sinusoidal`: the paper's fixed encodings, sin and cos interleaved; `sinusoidal_halves`:
+    the same waves with every sin in the first half of the dimensions and every cos in the second
+    (Marian's layout, for imported models); `learned`: a trained table."""
     max_positions: int = 512
     """Longest sequence the position table covers (specials included)."""
     tie_embeddings: bool = False
     """Share the target embedding matrix with the output projection."""
+    scale_embeddings: bool = True
+    """Multiply token embeddings by sqrt(d_model) (the paper's; Marian's `scale_embedding`)."""
+    source_sos: bool = True
+    """The encoder reads [SOS] before the source, as this tool's runs were trained; false: the
+    source and [EOS] only, as Marian models read it (set by `translator import`)."""
 
     def validate(self) -> None:
         positive(
@@ -230,7 +242,13 @@ class DecodeConfig:
     beam: int = 1
     """1 = greedy; larger values run beam search."""
     alpha: float = 0.6
-    """Length penalty exponent for beam search ((5 + len) / 6) ** alpha."""
+    """Length penalty exponent for beam search: ((5 + len) / 6) ** alpha, or len ** alpha with
+    search `transformers`."""
+    search: Literal["exact", "transformers"] = "exact"
+    """`exact`: GNMT's length penalty, and a sentence's search stops only when no live
+    hypothesis can still win; `transformers`: as transformers' `generate` searches (penalty
+    len ** alpha, its early-stopping rule, [EOS] forced at the length budget), so that a model
+    imported from it (`translator import`) translates as it did there."""
     max_len_a: float = 1.5
     max_len_b: int = 10
     """Outputs stop after max_len_a * source_length + max_len_b tokens."""
@@ -274,8 +292,8 @@ class DecodeConfig:
     every token suppressed (`suppress_sequences`), so clean input costs nothing."""
 
     def validate(self) -> None:
-        positive(self, "decode", "beam", "max_len_a", "batch_size")
-        non_negative(self, "decode", "alpha", "max_len_b")
+        positive(self, "decode", "beam", "batch_size")
+        non_negative(self, "decode", "alpha", "max_len_a", "max_len_b")
         if self.no_repeat_ngram < 0 or self.no_repeat_ngram == 1:
             raise ConfigError(
                 f"decode.no_repeat_ngram must be 0 (off) or 2 or more tokens, got "

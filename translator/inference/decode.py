@@ -37,6 +37,26 @@ def run_limits(src: torch.Tensor, r: int) -> torch.Tensor:
     return torch.tensor(sizes, dtype=torch.long, device=src.device)
 
 
+def ban_specials_(logits: torch.Tensor) -> None:
+    """Set, in place, the scores (R, V) of [PAD] and [SOS] to -inf: no output holds them. Before
+    a log-softmax only [SOS] is taken out (an imported Marian model's [SOS] and [PAD] are one
+    token of its own vocabulary, counted once there, as transformers' `generate` counts it);
+    `ban_pad_` takes [PAD] out after it."""
+    logits[:, SOS_ID] = -math.inf
+
+
+def ban_pad_(scores: torch.Tensor) -> None:
+    scores[:, PAD_ID] = -math.inf
+
+
+def force_eos_(scores: torch.Tensor, rows: torch.Tensor) -> None:
+    """Leave [EOS] the only choice, in place, in the rows (R,) marks of scores (R, V), at log-
+    probability 0, as transformers' ForcedEOSTokenLogitsProcessor leaves it (a hypothesis cut by
+    the budget is not charged for an [EOS] it did not choose)."""
+    scores[rows] = -math.inf
+    scores[rows, EOS_ID] = 0.0
+
+
 def ban_runs_(scores: torch.Tensor, prefix: torch.Tensor, limits: torch.Tensor) -> None:
     """Set to -inf, in place, each row's score (R, V) for the token that would make the run its
     prefix (R, 1 + t; [SOS] first) ends with longer than the row's limit (R,; 0: off)."""
@@ -85,6 +105,7 @@ def greedy_decode(
     ban_unk: bool = False,
     no_repeat_ngram: int = 0,
     max_run: int = 0,
+    search: str = "exact",
 ) -> list[list[int]]:
     """Greedy outputs (ids, without [SOS]/[EOS]) for a (B, S) source batch.
 
@@ -93,7 +114,8 @@ def greedy_decode(
     `use_cache=False` recomputes the whole prefix at every step (the slow reference). With `ban_unk`
     [UNK] is never chosen; with `no_repeat_ngram` no output repeats that many tokens, or more
     where its source repeats as many (`guard_size`); with `max_run` no token follows itself more
-    than that many times in a row, or more where its source does (`run_limit`).
+    than that many times in a row, or more where its source does (`run_limit`). With `search`
+    `transformers`, the last token of the length budget is [EOS], as `generate` forces it.
     """
     was_training = model.training
     model.eval()
@@ -111,8 +133,12 @@ def greedy_decode(
         step_input = prefix[:, -1:] if use_cache else prefix
         hidden = model.decode(step_input, memory, src_mask, cache)[:, -1]  # (b, D)
         logits = model.project(hidden)  # (b, V)
+        ban_specials_(logits)
+        ban_pad_(logits)
         if ban_unk:
             logits[:, UNK_ID] = -math.inf
+        if search == "transformers":
+            force_eos_(logits, limits[rows] == step + 1)
         ban_repeats_by_row_(logits, prefix, guards)
         ban_runs_(logits, prefix, runs)
         next_ids = logits.argmax(dim=-1)  # (b,)
@@ -160,7 +186,8 @@ def translate_ids(
         "max_run": cfg.max_run,
     }
     if beam == 1:
-        return greedy_decode(model, src, cfg.max_len_a, cfg.max_len_b, **guards)
+        return greedy_decode(model, src, cfg.max_len_a, cfg.max_len_b, **guards, search=cfg.search)
+    guards["search"] = cfg.search
     if not cfg.mbr:
         return beam_search(model, src, beam, cfg.alpha, cfg.max_len_a, cfg.max_len_b, **guards)
     if detokenize is None:
@@ -188,8 +215,11 @@ class Hypothesis:
     """`log_prob` divided by the length penalty: what the search ranks by."""
 
 
-def length_penalty(length: int, alpha: float) -> float:
-    """GNMT's length penalty ((5 + length) / 6) ** alpha; `length` counts generated tokens."""
+def length_penalty(length: int, alpha: float, search: str = "exact") -> float:
+    """GNMT's length penalty ((5 + length) / 6) ** alpha, or with `search` `transformers`,
+    length ** alpha (transformers' and fairseq's); `length` counts generated tokens."""
+    if search == "transformers":
+        return float(length) ** alpha
     return ((5.0 + length) / 6.0) ** alpha
 
 
@@ -205,11 +235,12 @@ def beam_search(
     ban_unk: bool = False,
     no_repeat_ngram: int = 0,
     max_run: int = 0,
+    search: str = "exact",
 ) -> list[list[int]]:
     """The best beam-search output (ids, without [SOS]/[EOS]) of each sentence of a (B, S) batch."""
     nbest = beam_search_nbest(
         model, src, beam, alpha, max_len_a, max_len_b,
-        ban_unk=ban_unk, no_repeat_ngram=no_repeat_ngram, max_run=max_run,
+        ban_unk=ban_unk, no_repeat_ngram=no_repeat_ngram, max_run=max_run, search=search,
     )  # fmt: skip
     return [hyps[0].tokens for hyps in nbest]
 
@@ -226,6 +257,7 @@ def beam_search_nbest(
     ban_unk: bool = False,
     no_repeat_ngram: int = 0,
     max_run: int = 0,
+    search: str = "exact",
 ) -> list[list[Hypothesis]]:
     """Every finished hypothesis of each sentence of a (B, S) batch, best first.
 
@@ -237,6 +269,10 @@ def beam_search_nbest(
     With `ban_unk`, no hypothesis holds [UNK]; with `no_repeat_ngram`, none repeats that many
     tokens, or more where its source repeats as many (`guard_size`); with `max_run`, in none does
     a token follow itself more than that many times in a row, or more where its source does.
+
+    With `search` `transformers` it searches as transformers' `generate` does: the penalty is
+    length ** alpha, the stop tests the best live hypothesis at its present length (a heuristic:
+    the exact bound is at the budget), and the last token of the budget is [EOS].
     """
     assert beam >= 1
     was_training = model.training
@@ -258,7 +294,12 @@ def beam_search_nbest(
         n = len(alive)
         hidden = model.decode(prefix[:, -1:], memory, src_mask, cache)[:, -1]  # (n*K, D)
         logits = model.project(hidden)  # (n*K, V)
+        ban_specials_(logits)
         log_probs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
+        ban_pad_(log_probs)
+        if search == "transformers":
+            at_limit = torch.tensor([limits[b] == step + 1 for b in alive], device=device)
+            force_eos_(log_probs, at_limit.repeat_interleave(K))
         if ban_unk:
             log_probs[:, UNK_ID] = -math.inf
         ban_repeats_by_row_(log_probs, prefix, guards)
@@ -274,7 +315,7 @@ def beam_search_nbest(
             log_prob = float(top_scores[i, c])
             tokens = prefix[top_parent[i, c], 1:].tolist()
             finished[alive[i]].append(
-                Hypothesis(tokens, log_prob, log_prob / length_penalty(step + 1, alpha))
+                Hypothesis(tokens, log_prob, log_prob / length_penalty(step + 1, alpha, search))
             )
         # Each row ends in [EOS] at most once, so at least K of the 2K candidates live on.
         rank = is_eos.long() * (2 * K) + torch.arange(2 * K, device=device)
@@ -286,10 +327,12 @@ def beam_search_nbest(
         done = []
         for i, b in enumerate(alive):
             if step + 1 >= limits[b]:  # the budget: the live hypotheses finish as they are
-                _finish_live(finished[b], prefix[i * K : (i + 1) * K], scores[i], alpha)
+                _finish_live(finished[b], prefix[i * K : (i + 1) * K], scores[i], alpha, search)
                 done.append(True)
             else:
-                done.append(_cannot_improve(finished[b], K, best_live[i], limits[b], alpha))
+                # transformers' rule: the best live hypothesis at its present length, step + 1
+                reach = limits[b] if search == "exact" else step + 1
+                done.append(_cannot_improve(finished[b], K, best_live[i], reach, alpha, search))
         if all(done):
             break
         keep = torch.tensor([i for i, d in enumerate(done) if not d], device=device)
@@ -304,22 +347,31 @@ def beam_search_nbest(
 
 
 def _finish_live(
-    finished: list[Hypothesis], prefix: torch.Tensor, scores: torch.Tensor, alpha: float
+    finished: list[Hypothesis],
+    prefix: torch.Tensor,
+    scores: torch.Tensor,
+    alpha: float,
+    search: str = "exact",
 ) -> None:
     """Add a sentence's live hypotheses, (K, 1 + t) prefixes and their log-probs, to `finished`."""
     for row, log_prob in zip(prefix.tolist(), scores.tolist(), strict=True):
         if math.isfinite(log_prob):
             tokens = row[1:]
             finished.append(
-                Hypothesis(tokens, log_prob, log_prob / length_penalty(len(tokens), alpha))
+                Hypothesis(tokens, log_prob, log_prob / length_penalty(len(tokens), alpha, search))
             )
 
 
 def _cannot_improve(
-    finished: list[Hypothesis], beam: int, best_live: float, limit: int, alpha: float
+    finished: list[Hypothesis],
+    beam: int,
+    best_live: float,
+    length: int,
+    alpha: float,
+    search: str = "exact",
 ) -> bool:
-    """Whether `beam` finished hypotheses score at least the best any live one could reach."""
+    """Whether `beam` finished hypotheses score at least the best live one would at `length`."""
     if len(finished) < beam:
         return False
     kth_best = sorted((h.score for h in finished), reverse=True)[beam - 1]
-    return kth_best >= best_live / length_penalty(limit, alpha)
+    return kth_best >= best_live / length_penalty(length, alpha, search)

@@ -118,7 +118,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.fc1 = nn.Linear(d_model, d_ff)
         self.fc2 = nn.Linear(d_ff, d_model)
-        self.activation = F.gelu if activation == "gelu" else F.relu
+        self.activation = {"gelu": F.gelu, "swish": F.silu}.get(activation, F.relu)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -185,20 +185,22 @@ class DecoderLayer(nn.Module):
 
 
 class Embedding(nn.Module):
-    """Token embedding scaled by sqrt(D), plus sinusoidal or learned positions, then dropout."""
+    """Token embedding scaled by sqrt(D) (or not), plus sinusoidal or learned positions, then
+    dropout."""
 
     def __init__(self, vocab_size: int, cfg: ModelConfig) -> None:
         super().__init__()
         self.tokens = nn.Embedding(vocab_size, cfg.d_model)
-        self.scale = math.sqrt(cfg.d_model)
+        self.scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
         self.dropout = nn.Dropout(cfg.dropout)
         if cfg.positions == "learned":
             self.positions = nn.Parameter(torch.zeros(cfg.max_positions, cfg.d_model))
             nn.init.normal_(self.positions, std=0.02)
         else:
-            self.register_buffer(
-                "positions", sinusoidal_positions(cfg.max_positions, cfg.d_model), persistent=False
-            )
+            table = sinusoidal_positions(cfg.max_positions, cfg.d_model)
+            if cfg.positions == "sinusoidal_halves":
+                table = torch.cat([table[:, 0::2], table[:, 1::2]], dim=1)  # [sin... | cos...]
+            self.register_buffer("positions", table, persistent=False)
 
     def forward(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
         B, L = tokens.shape
@@ -248,7 +250,12 @@ class Transformer(nn.Module):
                 nn.init.xavier_uniform_(param)
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, S) source ids -> memory (B, S, D) and its padding mask (B, 1, 1, S)."""
+        """(B, S) source ids -> memory (B, S', D) and its padding mask (B, 1, 1, S').
+
+        Sources always come as [SOS] words [EOS]; a model with `source_sos` false (Marian's
+        convention) reads them without the [SOS], so S' = S - 1 there."""
+        if not self.cfg.source_sos:
+            src = src[:, 1:]
         src_mask = padding_mask(src)
         x = self.src_embed(src)
         for layer in self.encoder_layers:

@@ -11,6 +11,9 @@ turns ids back into text:
   to itself.
 - `unigram`: SentencePiece-style Unigram over "▁"-marked words, with byte fallback for characters
   it never saw, so it has no [UNK] either.
+
+A fourth, `sentencepiece`, is the SentencePiece library's own model, as OPUS-MT (Marian) models
+use it (translator.data.sentencepiece); the functions here take it as they take the others.
 """
 
 from __future__ import annotations
@@ -23,10 +26,15 @@ from typing import Literal
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from translator.data.sentencepiece import (
+    SentencePieceTokenizer,
+    is_sentencepiece_file,
+    train_sentencepiece,
+)
 from translator.durable import publish_file, temp_name
 from translator.specials import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS, UNK, UNK_ID
 
-TokenizerKind = Literal["word", "bpe", "unigram"]
+TokenizerKind = Literal["word", "bpe", "unigram", "sentencepiece"]
 SPACE = "▁"  # U+2581, marks a token that followed a space (word, unigram)
 N_BYTES = 256  # byte-fallback pieces <0x00>..<0xFF> added to a unigram vocabulary
 
@@ -58,6 +66,8 @@ def train_tokenizer(
     reach. `min_freq` is the fewest occurrences a word (or merged pair) needs.
     """
     specials = list(SPECIAL_TOKENS)
+    if kind == "sentencepiece":
+        return train_sentencepiece(sentences, max_vocab or 8000)  # type: ignore[return-value]
     if kind == "word":
         tokenizer = Tokenizer(models.WordLevel(unk_token=UNK))
         tokenizer.pre_tokenizer = _spaced_words()
@@ -158,13 +168,18 @@ def with_bpe_dropout(tokenizer: Tokenizer, rate: float) -> Tokenizer:
 def copy_tokenizer(tokenizer: Tokenizer, spec: str | None = None) -> Tokenizer:
     """A separate copy of `tokenizer` (built from `spec`, its JSON, when given), with the
     special-token setting that `to_str()` leaves out."""
+    if isinstance(tokenizer, SentencePieceTokenizer):
+        return SentencePieceTokenizer.from_str(spec or tokenizer.to_str())  # type: ignore[return-value]
     copy = Tokenizer.from_str(spec if spec is not None else tokenizer.to_str())
     copy.encode_special_tokens = tokenizer.encode_special_tokens
     return copy
 
 
 def tokenizer_kind(tokenizer: Tokenizer) -> str:
-    """`word`, `bpe` or `unigram`; `word` also for runs saved before subwords existed."""
+    """`word`, `bpe`, `unigram` or `sentencepiece`; `word` also for runs saved before subwords
+    existed."""
+    if isinstance(tokenizer, SentencePieceTokenizer):
+        return "sentencepiece"
     model = json.loads(tokenizer.to_str())["model"]["type"]
     return {"WordLevel": "word", "BPE": "bpe", "Unigram": "unigram"}[model]
 
@@ -192,7 +207,12 @@ def load_tokenizer(path: Path) -> Tokenizer:
     vocabulary, which holds the special tokens as pieces too, gets them scored out of reach
     (files saved before that are mended as they load; the ids stay).
     """
-    tokenizer = _specials_only_by_id(Tokenizer.from_file(str(path)))
+    text = Path(path).read_text(encoding="utf-8")
+    if is_sentencepiece_file(text):
+        sp = SentencePieceTokenizer.from_str(text)
+        check_special_ids(sp, str(path))  # type: ignore[arg-type]
+        return sp  # type: ignore[return-value]
+    tokenizer = _specials_only_by_id(Tokenizer.from_str(text))
     check_special_ids(tokenizer, str(path))
     tokenizer.encode_special_tokens = True
     return tokenizer
@@ -206,7 +226,11 @@ def fingerprint(tokenizer: Tokenizer) -> str:
 
 
 def decode_ids(tokenizer: Tokenizer, ids: Iterable[int]) -> str:
-    """Turn output ids into text, stopping at [EOS]; [UNK] stays visible, other specials vanish."""
+    """Turn output ids into text, stopping at [EOS]; [UNK] stays visible, other specials vanish
+    (the sentencepiece kind drops [UNK] too, as MarianTokenizer does)."""
+    if isinstance(tokenizer, SentencePieceTokenizer):
+        ids = list(ids)
+        return tokenizer.decode(ids[: ids.index(EOS_ID)] if EOS_ID in ids else ids)
     kept = []
     for i in ids:
         if i == EOS_ID:

@@ -41,9 +41,11 @@ QUANTIZATIONS = ("float32", "int8", "int8_float32", "bfloat16")
 # ModelConfig later is refused until it is listed here (and mapped in `build_spec`).
 EXPORTABLE: dict[str, tuple[Any, ...] | None] = {
     "norm": ("pre", "post"),
-    "activation": ("relu", "gelu"),
-    "positions": ("sinusoidal", "learned"),
+    "activation": ("relu", "gelu", "swish"),
+    "positions": ("sinusoidal", "sinusoidal_halves", "learned"),
     "tie_embeddings": (True, False),
+    "scale_embeddings": (True, False),
+    "source_sos": (True, False),  # the engine leaves [SOS] out of the tokens it gives
     # sizes and training-only settings: any value
     "d_model": None,
     "n_heads": None,
@@ -113,7 +115,10 @@ def build_spec(model: Transformer, src_tokens: list[str], tgt_tokens: list[str])
     cfg = model.cfg
     check_exportable(cfg)
     pre = cfg.norm == "pre"
-    act = common_spec.Activation.GELU if cfg.activation == "gelu" else common_spec.Activation.RELU
+    act = {
+        "gelu": common_spec.Activation.GELU,
+        "swish": common_spec.Activation.SWISH,
+    }.get(cfg.activation, common_spec.Activation.RELU)
     encoder = transformer_spec.TransformerEncoderSpec(
         cfg.encoder_layers, cfg.n_heads, pre_norm=pre, activation=act
     )
@@ -140,6 +145,7 @@ def build_spec(model: Transformer, src_tokens: list[str], tgt_tokens: list[str])
         _layer_norm(encoder.layer_norm, model.encoder_norm)
         _layer_norm(decoder.layer_norm, model.decoder_norm)
     _linear(decoder.projection, [model.output])  # tied: a copy of the target embedding
+    encoder.scale_embeddings = decoder.scale_embeddings = cfg.scale_embeddings
 
     spec = transformer_spec.TransformerSpec(encoder, decoder)
     spec.config.unk_token, spec.config.bos_token, spec.config.eos_token = UNK, SOS, EOS

@@ -28,6 +28,7 @@ from translator.inference.documents import Document, translate_inputs
 from translator.inference.mbr import mbr_choice
 from translator.inference.text import guard_size, longest_run, run_limit, translate_texts
 from translator.run.names import tokenizer_file
+from translator.specials import PAD, SOS
 
 log = logging.getLogger("translator")
 
@@ -175,9 +176,9 @@ def queue_batch(
     dec = model.config.decode
     # CTranslate2 has no run limit: a run one longer than allowed, of every token, is suppressed.
     # It compares each with each hypothesis at every step, so it is asked only where needed.
-    runs = None
-    if max_run:
-        runs = [[t] * (max_run + 1) for t in model.tgt_ids]
+    never = [[PAD], [SOS]]  # never an output, as the PyTorch search bans them (an imported
+    # Marian model's <pad> is a token of its vocabulary that transformers keeps out likewise)
+    runs = never if not max_run else never + [[t] * (max_run + 1) for t in model.tgt_ids]
     return model.translator.translate_batch(
         tokens,
         asynchronous=True,
@@ -253,7 +254,8 @@ def _decode_pieces(
     queued = []
     for rows, guard, *run in pieces:
         limits = [output_limit(len(sources[i]) - 2, model.config) for i in rows]
-        tokens = [[model.src_tokens[t] for t in sources[i]] for i in rows]
+        skip = 0 if model.config.model.source_sos else 1  # a Marian model reads no [SOS]
+        tokens = [[model.src_tokens[t] for t in sources[i][skip:]] for i in rows]
         batch = queue_batch(model, tokens, max(limits), beam, guard, *run)
         queued.append((rows, limits, batch))
     found: dict[int, list[list[int]]] = {}

@@ -11,6 +11,7 @@ The layering, from the bottom:
     export     CTranslate2 export and engine                    + data, model, inference
     serve      the HTTP app and page                            + data, model, inference, export
     distill    a student trained on a teacher's translations    + training, export and below
+    interop    import/export of Transformers (Marian) models    + data, model, inference
     top        cli.py, cli_support.py, __main__.py              may import anything
 
 Every import counts: at the top of a module, inside a function, or under `if TYPE_CHECKING:`.
@@ -27,7 +28,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "translator"
 MAX_LINES = 400
 
-WINGS = ("data", "model", "inference", "training", "export", "serve", "distill")
+WINGS = ("data", "model", "inference", "training", "export", "serve", "distill", "interop")
 TOP = {"translator", "translator.cli", "translator.cli_support", "translator.__main__"}
 ALLOWED: dict[str, set[str]] = {
     "ground": {"ground"},
@@ -38,6 +39,7 @@ ALLOWED: dict[str, set[str]] = {
     "export": {"ground", "data", "model", "inference", "export"},
     "serve": {"ground", "data", "model", "inference", "export", "serve"},
     "distill": {"ground", "data", "model", "inference", "training", "export", "distill"},
+    "interop": {"ground", "data", "model", "inference", "interop"},
 }
 
 

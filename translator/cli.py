@@ -13,7 +13,18 @@ from typing import Annotated
 import typer
 
 from translator.cli_support import (
+    BeamOpt,
+    CheckpointOpt,
+    ConfigOpt,
+    DeviceOpt,
+    ModelDirOpt,
+    ModelRunOpt,
+    RunOpt,
+    RunsDirOpt,
+    SetOpt,
+    WeightsDirOpt,
     bare_resume_means_latest,
+    export_in_format,
     only_model,
     run_command,
     translate_model_fast,
@@ -26,27 +37,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", "-c", help="YAML config file, e.g. configs/cpu.yaml.")
-]
-SetOpt = Annotated[
-    list[str] | None,
-    typer.Option("--set", help="Override a config key: section.key=value (repeatable)."),
-]
-RunOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--run",
-        "--name",
-        help="Run name (default: the config file's stem). Under torchrun, spell it --name.",
-    ),
-]
-DeviceOpt = Annotated[
-    str | None, typer.Option("--device", help="cpu, cuda or mps (default: the best available).")
-]
-RunsDirOpt = Annotated[Path, typer.Option("--runs-dir", help="Where TensorBoard runs go.")]
-WeightsDirOpt = Annotated[Path, typer.Option("--weights-dir", help="Where checkpoints go.")]
 
 
 @app.callback()
@@ -104,30 +94,6 @@ def prepare(config: ConfigOpt = None, set_: SetOpt = None) -> None:
         prepare_command(config, set_ or [])
 
     run_command(go)
-
-
-ModelRunOpt = Annotated[
-    str | None,
-    typer.Option("--run", help="Run to use (default: the one trained last under --weights-dir)."),
-]
-CheckpointOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--checkpoint",
-        help="Checkpoint file (default: the run's weight average, ema.pt or averaged.pt, the "
-        "newer, when current; else best.pt; else latest.pt).",
-    ),
-]
-ModelDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--model", help="A directory from `translator export`: decode with CTranslate2, no torch."
-    ),
-]
-BeamOpt = Annotated[
-    int | None,
-    typer.Option("--beam", help="Beam size; 1 = greedy (default: the run's decode.beam)."),
-]
 
 
 @app.command()
@@ -333,17 +299,55 @@ def export(
         str,
         typer.Option("--quantization", help="Weights as float32, int8, int8_float32 or bfloat16."),
     ] = "int8",
+    format_: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="ctranslate2 (for translate/serve --model) or transformers (a Marian "
+            "directory for MarianMTModel and pipeline; a run with sentencepiece tokenizers).",
+        ),
+    ] = "ctranslate2",
     weights_dir: WeightsDirOpt = Path("weights"),
 ) -> None:
     # The help is rich markup, where "[fast]" would be read as a style tag and vanish: escape it.
-    r"""Export a checkpoint to a CTranslate2 model directory (pip install -e ".\[fast]")."""
+    r"""Export a checkpoint to a CTranslate2 model directory (pip install -e ".\[fast]"), or
+    with --format transformers to a Hugging Face Marian directory (pip install -e ".\[hf]")."""
 
-    def go() -> None:
-        from translator.export.convert import export_command
+    run_command(
+        lambda: export_in_format(format_, run, checkpoint, output, quantization, weights_dir)
+    )
 
-        export_command(run, checkpoint, output, quantization, weights_dir)
 
-    run_command(go)
+@app.command("import")
+def import_(
+    source: Annotated[
+        str,
+        typer.Argument(
+            help="A Marian model directory as transformers saves it (config.json, weights, "
+            "source.spm, target.spm, vocab.json), or a hub name such as "
+            "Helsinki-NLP/opus-mt-en-it (needs a network, or the model in the local cache)."
+        ),
+    ],
+    run: Annotated[str, typer.Option("--run", help="Name of the run to create.")],
+    target_language: Annotated[
+        str | None,
+        typer.Option(
+            "--target-language",
+            help="For a multilingual model: the target-language token to put before each "
+            "source, e.g. ita for >>ita<<.",
+        ),
+    ] = None,
+    revision: Annotated[
+        str | None, typer.Option("--revision", help="Hub revision (branch, tag or commit).")
+    ] = None,
+    weights_dir: WeightsDirOpt = Path("weights"),
+) -> None:
+    r"""Import an OPUS-MT (Marian) model as a run: translate, validate, export, serve it, or
+    train from it with --init-from (pip install -e ".\[hf]")."""
+
+    from translator.interop.command import import_command
+
+    run_command(lambda: import_command(source, run, weights_dir, target_language, revision))
 
 
 @app.command()

@@ -1,13 +1,14 @@
 """What the `translator` command line does around its commands (cli.py): errors as one line and
 an exit code, options that exclude each other, `--resume` without a path, and the fast path of
-`translate --model`, which answers before typer is even built."""
+`translate --model`, which answers before typer is even built; and the options several commands
+share."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -19,6 +20,29 @@ def only_model(**given: Any) -> None:
     for name, value in given.items():
         if value is not None:
             raise ConfigError(f"--model and --{name} exclude each other; give one of them")
+
+
+def export_in_format(
+    format_: str,
+    run: str | None,
+    checkpoint: Path | None,
+    output: Path,
+    quantization: str,
+    weights_dir: Path,
+) -> None:
+    """`translator export`: to CTranslate2, or with --format transformers to a Marian directory."""
+    from translator.errors import ConfigError
+
+    if format_ == "transformers":
+        from translator.interop.command import export_transformers_command
+
+        export_transformers_command(run, checkpoint, output, weights_dir)
+    elif format_ == "ctranslate2":
+        from translator.export.convert import export_command
+
+        export_command(run, checkpoint, output, quantization, weights_dir)
+    else:
+        raise ConfigError(f"--format {format_}: choose ctranslate2 or transformers")
 
 
 def run_command(fn: Callable[[], Any]) -> None:
@@ -82,3 +106,48 @@ def bare_resume_means_latest(args: list[str]) -> list[str]:
             arg = "--resume=latest"
         out.append(arg)
     return out
+
+
+# The options several commands share.
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="YAML config file, e.g. configs/cpu.yaml.")
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override a config key: section.key=value (repeatable)."),
+]
+RunOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--run",
+        "--name",
+        help="Run name (default: the config file's stem). Under torchrun, spell it --name.",
+    ),
+]
+DeviceOpt = Annotated[
+    str | None, typer.Option("--device", help="cpu, cuda or mps (default: the best available).")
+]
+ModelRunOpt = Annotated[
+    str | None,
+    typer.Option("--run", help="Run to use (default: the one trained last under --weights-dir)."),
+]
+CheckpointOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--checkpoint",
+        help="Checkpoint file (default: the run's weight average, ema.pt or averaged.pt, the "
+        "newer, when current; else best.pt; else latest.pt).",
+    ),
+]
+ModelDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--model", help="A directory from `translator export`: decode with CTranslate2, no torch."
+    ),
+]
+BeamOpt = Annotated[
+    int | None,
+    typer.Option("--beam", help="Beam size; 1 = greedy (default: the run's decode.beam)."),
+]
+RunsDirOpt = Annotated[Path, typer.Option("--runs-dir", help="Where TensorBoard runs go.")]
+WeightsDirOpt = Annotated[Path, typer.Option("--weights-dir", help="Where checkpoints go.")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import sys
@@ -181,7 +182,9 @@ def validate_command(
     beam = resolve_beam(beam, loaded.config)
     log.info("using %s (step %d)", ckpt, loaded.step)
     if data_file is not None:
-        return validate_file(loaded, run_dir.name, data_file, beam, output, n_samples)
+        result = validate_file(loaded, run_dir.name, data_file, beam, output, n_samples)
+        record_scores(run_dir, result)
+        return result
     paths = RunPaths(run_dir.name, runs_root / run_dir.name, run_dir)
     data = prepare_data(loaded.config, paths)
     if len(data.valid) == 0:
@@ -210,7 +213,32 @@ def validate_command(
     samples = [(s, r, h) for (s, r), h in zip(data.valid_pairs, hypotheses, strict=True)]
     result = Validation(loaded, paths.name, beam, loss, scores, hypotheses, samples[:n_samples])
     print(format_validation(result))
+    record_scores(run_dir, result)
     return result
+
+
+SCORES_FILE = "scores.jsonl"
+
+
+def record_scores(run_dir: Path, v: Validation) -> None:
+    """Add what `validate` printed to the run's scores.jsonl, one line a validation (the model
+    card of `export --format transformers` lists them); a run directory it cannot write to is
+    a warning, not a failed validation."""
+    line = {
+        "data": v.data,
+        "checkpoint": v.loaded.checkpoint.name,
+        "step": v.loaded.step,
+        "beam": v.beam,
+        "sentences": len(v.hypotheses),
+        "loss": round(v.loss, 4) if math.isfinite(v.loss) else None,
+        "bleu": round(v.scores.bleu, 2),
+        "chrf": round(v.scores.chrf, 2),
+    }
+    try:
+        with open(run_dir / SCORES_FILE, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+    except OSError as exc:
+        log.warning("warning: cannot record the scores in %s (%s)", run_dir / SCORES_FILE, exc)
 
 
 def format_validation(v: Validation) -> str:

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from translator import device as device_module
-from translator.cpu import has_int8_dot_product
-from translator.device import autocast_dtype, cpu_has_native_bf16
+from translator.device import autocast_dtype, cpu_has_native_bf16, resolve_device
+from translator.errors import ConfigError
 
 CPU = torch.device("cpu")
 
@@ -40,14 +40,30 @@ def test_no_cpuinfo_means_no_native_bf16(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("flags", "expected"),
-    [
-        ("fpu avx2 avx512f avx512_vnni", True),
-        ("fpu avx2 avx_vnni", True),
-        ("fpu avx2 fma", False),  # AVX2 alone: int8 products saturate in 16 bits
-    ],
+    ("cuda", "mps", "expected"), [(True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")]
 )
-def test_int8_dot_product_is_read_from_the_cpu_flags(tmp_path, flags: str, expected: bool):
-    path = tmp_path / "cpuinfo"
-    path.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
-    assert has_int8_dot_product(path) is expected
+def test_device_choice_follows_what_torch_reports(
+    monkeypatch: pytest.MonkeyPatch, cuda: bool, mps: bool, expected: str
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert resolve_device(None).type == expected
+    assert resolve_device("cpu").type == "cpu"
+    for name, there in (("cuda", cuda), ("mps", mps)):
+        if there:
+            assert resolve_device(name).type == name
+        else:
+            with pytest.raises(ConfigError, match=f"--device {name}: .* use --device cpu"):
+                resolve_device(name)
+
+
+def test_unknown_device_and_bf16_on_a_gpu_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="--device tpu: expected cpu, cuda or mps"):
+        resolve_device("tpu")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
+    cuda = torch.device("cuda")
+    assert device_module.autocast_dtype("auto", cuda) is None
+    with pytest.raises(ConfigError, match="this GPU does not support bf16; use fp32"):
+        device_module.autocast_dtype("bf16", cuda)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    assert device_module.autocast_dtype("auto", cuda) is torch.bfloat16

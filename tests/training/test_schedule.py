@@ -111,3 +111,22 @@ def test_the_trainer_follows_the_clock_to_max_minutes(
     for n, lr in enumerate(used):
         assert lr == pytest.approx(train.lr * max(0.0, 1 - n / 10), abs=1e-9)
     assert trainer.progress.time_fraction == pytest.approx(1.0)
+
+
+def test_learning_rate_warms_up_then_decays() -> None:
+    cfg = TrainConfig(lr=1e-3, warmup_steps=100)
+    lrs = [learning_rate(s, cfg) for s in range(400)]
+    assert lrs[0] < lrs[50] < lrs[99]
+    assert max(lrs) == pytest.approx(1e-3)
+    assert lrs[399] == pytest.approx(1e-3 * math.sqrt(100 / 400))
+    assert all(x >= y for x, y in zip(lrs[99:], lrs[100:], strict=False))
+
+
+def test_constant_schedule_and_zero_warmup() -> None:
+    constant = TrainConfig(lr=1e-3, warmup_steps=10, schedule="constant")
+    assert [learning_rate(s, constant) for s in (0, 4, 9)] == pytest.approx([1e-4, 5e-4, 1e-3])
+    assert {learning_rate(s, constant) for s in range(10, 500)} == {1e-3}
+    flat = TrainConfig(lr=1e-3, warmup_steps=0, schedule="constant")
+    assert {learning_rate(s, flat) for s in range(500)} == {1e-3}
+    decay = TrainConfig(lr=1e-3, warmup_steps=0)  # inverse square root from the first step
+    assert [learning_rate(s, decay) for s in (0, 3, 99)] == pytest.approx([1e-3, 5e-4, 1e-4])

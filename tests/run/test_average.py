@@ -1,4 +1,5 @@
-"""Checkpoint averaging: kept step checkpoints, averaged.pt, `translator average`."""
+"""Checkpoint averaging: kept step checkpoints, averaged.pt, `translator average` (and its
+`--with-parent`, which moves a run's weights part of the way back to its parent's)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,20 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import ROOT
+from helpers import ROOT, cli, make_pairs, write_jsonl
 from typer.testing import CliRunner
 
 from translator.cli import app
-from translator.errors import CheckpointError
+from translator.errors import CheckpointError, ConfigError
 from translator.run.average import AVERAGED, average_states, step_checkpoints
 from translator.run.checkpoint import load_checkpoint, save_checkpoint
 from translator.run.paths import checkpoint_of_run
+from translator.training.train import train_command
+from translator.training.trainer import Trainer
 
 TINY = str(ROOT / "configs" / "tiny.yaml")
+TINY_CONFIG = ROOT / "configs" / "tiny.yaml"
+QUIET = ["train.eval_every=0", "train.checkpoint_every=1000", "train.batch_tokens=256"]
 
 
 def fake_state(value: float, step: int) -> dict:
@@ -89,3 +94,66 @@ def test_training_keeps_k_checkpoints_and_translate_uses_their_average(corpus: P
     # An averaged checkpoint cannot be resumed from: it has no optimizer state.
     out = runner.invoke(app, ["train", "--run", "avg", "--resume", str(run_dir / AVERAGED)])
     assert out.exit_code != 0 and "holds weights only" in out.output
+
+
+def train(name: str, source: Path | str, *extra: str, resume: str | None = None) -> Trainer:
+    overrides = [f"data.source={source}", "train.epochs=50", *QUIET, *extra]
+    return train_command(TINY_CONFIG, overrides, name, resume, "cpu")
+
+
+@pytest.fixture
+def parent(tmp_path: Path) -> Path:
+    """Run `parent`, a few steps on one toy corpus; and a second corpus for its children."""
+    write_jsonl(tmp_path / "other.jsonl", make_pairs(300, seed=7, max_words=4))
+    train("parent", write_jsonl(tmp_path / "general.jsonl", make_pairs(600)), "train.max_steps=6")
+    return tmp_path / "weights" / "parent"
+
+
+def test_average_with_parent_moves_the_weights_that_share_of_the_way_back(parent: Path) -> None:
+    from translator.run.average import average_command, average_states, step_checkpoints
+
+    kept = ["train.checkpoint_every=3", "train.average_last=2", "train.max_steps=9"]
+    train("child", "other.jsonl", "train.init_from=parent", *kept)
+    run_dir = Path("weights/child")
+    theirs = load_checkpoint(checkpoint_of_run(parent))["model"]
+    mean = average_states(step_checkpoints(run_dir)[-2:])["model"]
+    average_command("child", 2, None, Path("weights"), with_parent=0.0)
+    plain = load_checkpoint(run_dir / "averaged.pt")
+    assert "blended_with_parent" not in plain
+    for name, tensor in mean.items():
+        assert torch.equal(plain["model"][name], tensor), name
+    done = cli(Path.cwd(), "average", "--run", "child", "--last", "2", "--with-parent", "0.25")
+    assert done.returncode == 0, done.stderr
+    assert "0.25 of the way to the weights of its parent parent (step 6)" in done.stderr
+    blended = load_checkpoint(run_dir / "averaged.pt")
+    assert blended["blended_with_parent"]["share"] == 0.25
+    assert blended["progress"]["step"] == 9  # still the run's newest: translate takes it
+    assert checkpoint_of_run(run_dir) == run_dir / "averaged.pt"
+    for name, tensor in mean.items():
+        if tensor.is_floating_point():
+            expected = 0.75 * tensor.double() + 0.25 * theirs[name].double()
+            torch.testing.assert_close(blended["model"][name].double(), expected, msg=name)
+
+
+def test_average_with_parent_refuses_what_it_cannot_blend(parent: Path) -> None:
+    from translator.run.average import average_command
+
+    kept = ["train.checkpoint_every=2", "train.average_last=2", "train.max_steps=4"]
+    train("orphan", "other.jsonl", *kept)
+    with pytest.raises(ConfigError, match="run orphan was not made from another run"):
+        average_command("orphan", 2, None, Path("weights"), with_parent=0.25)
+    train("child", "other.jsonl", "train.init_from=parent", *kept)
+    before = Path("weights/child/averaged.pt").read_bytes()
+    for share in (1.0, -0.1, float("nan")):
+        with pytest.raises(ConfigError, match="the parent's share of the weights"):
+            average_command("child", 2, None, Path("weights"), with_parent=share)
+    taken = checkpoint_of_run(parent)
+    state = load_checkpoint(taken)
+    state["progress"]["step"] = 99  # the parent trained on since the child was made
+    torch.save(state, taken)
+    with pytest.raises(CheckpointError, match="is not the checkpoint run child started from"):
+        average_command("child", 2, None, Path("weights"), with_parent=0.25)
+    taken.unlink()
+    with pytest.raises(CheckpointError, match=r"as weights/child/parent\.json names it"):
+        average_command("child", 2, None, Path("weights"), with_parent=0.25)
+    assert Path("weights/child/averaged.pt").read_bytes() == before  # nothing written

@@ -254,6 +254,8 @@ def _decode_pieces(
     queued = []
     for rows, guard, *run in pieces:
         limits = [output_limit(len(sources[i]) - 2, model.config) for i in rows]
+        if model.config.decode.search == "transformers":  # its budget's last token is [EOS]
+            limits = [max(1, limit - 1) for limit in limits]
         skip = 0 if model.config.model.source_sos else 1  # a Marian model reads no [SOS]
         tokens = [[model.src_tokens[t] for t in sources[i][skip:]] for i in rows]
         batch = queue_batch(model, tokens, max(limits), beam, guard, *run)

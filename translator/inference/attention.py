@@ -72,7 +72,7 @@ def translation_figure(
     maps = attention_weights(model, src, torch.tensor([tgt_in], device=device))
     return attention_figure(
         maps,
-        token_labels(src_tokenizer, src_ids),
+        token_labels(src_tokenizer, src_ids if model.cfg.source_sos else src_ids[1:]),
         token_labels(tgt_tokenizer, tgt_in),
         token_labels(tgt_tokenizer, predicted),
         layer,

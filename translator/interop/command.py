@@ -53,6 +53,6 @@ def export_transformers_command(
     print(
         f"exported {ckpt} (step {loaded.step:,}) to {output}/ (transformers Marian, "
         f"{size:.1f} MiB); load it with: "
-        f'transformers.pipeline("translation", model="{output}")',
+        f'MarianMTModel.from_pretrained("{output}"), MarianTokenizer likewise',
         file=sys.stderr,
     )

@@ -1,5 +1,5 @@
 """`translator export --format transformers`: a run as a Marian directory that transformers'
-`MarianMTModel`, `MarianTokenizer` and `pipeline("translation")` load.
+`MarianMTModel` and `MarianTokenizer` load (and transformers 4's `pipeline("translation")`).
 
 What Marian can hold: post-norm layers, sinusoids in halves, a source read without [SOS], and the
 sentencepiece tokenizer kind on both sides (imported runs, and runs trained with
@@ -69,9 +69,12 @@ def check_marian_shape(loaded: LoadedModel) -> None:
             )
 
 
-def marian_rows(n: int) -> list[int]:
+def marian_rows(n: int, pad_last: bool = True) -> list[int]:
     """For each Marian id, the row of this tool's ids it takes: </s>, <unk>, the pieces, then
-    <pad> from [SOS] (the row the decoder starts from)."""
+    <pad> from [SOS] (the row the decoder starts from), as OPUS-MT lays them out; with two
+    vocabularies <pad> comes third, so that its one id is in both."""
+    if not pad_last:
+        return [EOS_ID, UNK_ID, SOS_ID, *range(4, n)]
     return [EOS_ID, UNK_ID, *range(4, n), SOS_ID]
 
 
@@ -84,8 +87,10 @@ def export_transformers(loaded: LoadedModel, output: Path) -> None:
     src: SentencePieceTokenizer = loaded.src_tokenizer  # type: ignore[assignment]
     tgt: SentencePieceTokenizer = loaded.tgt_tokenizer  # type: ignore[assignment]
     shared = loaded.config.tokenizer.shared
-    src_rows, tgt_rows = marian_rows(src.get_vocab_size()), marian_rows(tgt.get_vocab_size())
-    config = _marian_config(transformers, loaded, len(src_rows), len(tgt_rows))
+    src_rows = marian_rows(src.get_vocab_size(), shared)
+    tgt_rows = marian_rows(tgt.get_vocab_size(), shared)
+    pad = tgt_rows.index(SOS_ID)
+    config = _marian_config(transformers, loaded, len(src_rows), len(tgt_rows), pad)
     model = transformers.MarianMTModel(config)
     missing, unexpected = model.load_state_dict(
         _state(loaded, src_rows, tgt_rows, shared), strict=False
@@ -94,7 +99,7 @@ def export_transformers(loaded: LoadedModel, output: Path) -> None:
     left = [k for k in missing if "embed_positions" not in k and k not in _tied(shared)]
     if left or unexpected:
         raise TranslatorError(f"the Marian model does not fit: missing {left}, extra {unexpected}")
-    model.generation_config = _generation(transformers, loaded, len(tgt_rows) - 1)
+    model.generation_config = _generation(transformers, loaded, pad)
     tmp = temp_name(output)
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -130,9 +135,10 @@ def _tied(shared: bool) -> set[str]:
     return tied | ({"model.encoder.embed_tokens.weight"} if shared else set())
 
 
-def _marian_config(transformers: Any, loaded: LoadedModel, src_size: int, tgt_size: int) -> Any:
+def _marian_config(
+    transformers: Any, loaded: LoadedModel, src_size: int, tgt_size: int, pad: int
+) -> Any:
     m = loaded.config.model
-    pad = tgt_size - 1
     return transformers.MarianConfig(
         vocab_size=src_size,
         decoder_vocab_size=tgt_size,
@@ -205,7 +211,7 @@ def _save_tokenizer(
     vocabs = {"vocab.json": src} if shared else {"vocab.json": src, "target_vocab.json": tgt}
     for name, tok in vocabs.items():
         pieces = tok.marian_vocab()
-        ordered = [pieces[i] for i in marian_rows(len(pieces))]
+        ordered = [pieces[i] for i in marian_rows(len(pieces), shared)]
         (folder / name).write_text(
             json.dumps({p: i for i, p in enumerate(ordered)}, ensure_ascii=False, indent=1),
             encoding="utf-8",
@@ -233,10 +239,14 @@ def model_card(loaded: LoadedModel) -> str:
         f"(checkpoint `{loaded.checkpoint.name}`, step {loaded.step:,}).",
         "",
         "```python",
-        "from transformers import pipeline",
-        'translate = pipeline("translation", model="PATH/TO/THIS/DIRECTORY")',
-        'print(translate("How are you?")[0]["translation_text"])',
+        "from transformers import MarianMTModel, MarianTokenizer",
+        'model = MarianMTModel.from_pretrained("PATH/TO/THIS/DIRECTORY")',
+        'tokenizer = MarianTokenizer.from_pretrained("PATH/TO/THIS/DIRECTORY")',
+        'batch = tokenizer(["How are you?"], return_tensors="pt", padding=True)',
+        "print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))",
         "```",
+        "",
+        'With transformers 4, `pipeline("translation", model=...)` runs the same steps.',
         "",
         "## Model",
         "",

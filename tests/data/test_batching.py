@@ -1,7 +1,8 @@
 """Batching (data/batching.py): items, collate, and token batches that keep the budget; the
 weights of data.source's entries: each epoch gives each entry the count its weight promises,
 fractions are drawn afresh each epoch from the seed, and the batches stay a pure function of
-(seed, epoch), so a resume replays them."""
+(seed, epoch), so a resume replays them; with BPE-dropout's copies, an epoch takes one copy of
+each pair."""
 
 from __future__ import annotations
 
@@ -176,3 +177,13 @@ def test_all_weights_one_is_the_unweighted_order() -> None:
     weighted, plain = sampler(entries, [1.0, 1.0]), sampler(entries, None)  # type: ignore[arg-type]
     for a, b in zip(weighted.batches(2), plain.batches(2), strict=True):
         assert np.array_equal(a, b)
+
+
+def test_an_epoch_takes_one_copy_of_each_pair() -> None:
+    copies = np.array([0, 1, 2] * 40, dtype=np.uint8)
+    lengths = np.random.default_rng(0).integers(3, 20, len(copies))
+    sampler = TokenBatchSampler(lengths, lengths, 64, seed=1, copies=copies)
+    for epoch in range(5):
+        used = np.concatenate(sampler.batches(epoch))
+        assert sorted(used.tolist()) == np.flatnonzero(copies == epoch % 3).tolist()
+    assert [b.tolist() for b in sampler.batches(4)] == [b.tolist() for b in sampler.batches(4)]

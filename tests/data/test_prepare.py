@@ -1,5 +1,6 @@
 """Prepared data (data/prepare.py): the store found again by later runs and resumes, the recorded
-split, tokenizers that learn nothing from the validation split."""
+split, tokenizers that learn nothing from the validation split, and a run's tokenizers kept
+without BPE-dropout."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import FIXTURES, make_pairs, write_jsonl
+from helpers import FIXTURES, make_pairs, train_tiny, write_jsonl
 
 from translator.config import Config, load_config
 from translator.data.build import prepare_store
@@ -183,3 +184,14 @@ def test_a_new_store_holds_what_the_earlier_version_encoded(tmp_path: Path) -> N
         assert tok.to_str() == load_tokenizer(run / f"tokenizer_{side}.json").to_str()
     split = json.loads((run / "split.json").read_text())["valid"]
     assert open_store(data.store).valid_positions() == split
+
+
+def test_a_run_keeps_and_decodes_with_plain_tokenizers(tmp_path: Path) -> None:
+    sets = ["tokenizer.kind=bpe", "tokenizer.vocab_size=320", "tokenizer.dropout=0.3"]
+    weights = train_tiny(tmp_path, 20, *sets, "tokenizer.dropout_copies=2")
+    for side in ("src", "tgt"):
+        path = weights / f"tokenizer_{side}.json"
+        assert json.loads(path.read_text())["model"]["dropout"] is None
+        tok = load_tokenizer(path)
+        sentence = "the big red house and seven cats ."
+        assert len({tuple(tok.encode(sentence).ids) for _ in range(30)}) == 1

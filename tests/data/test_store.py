@@ -1,5 +1,7 @@
 """The prepared store: the ids it holds are the tokenizers' own, the pool of workers changes
-nothing, it is never left half-written (a full disk, Ctrl-C, SIGTERM), and the next run goes on."""
+nothing, it is never left half-written (a full disk, Ctrl-C, SIGTERM), and the next run goes on;
+with BPE-dropout (`tokenizer.dropout`) it holds each training pair once per segmentation, and its
+key is unchanged without it."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +22,9 @@ from helpers import ROOT, make_pairs, write_jsonl
 import translator.data.build as build
 from translator.config import Config, load_config
 from translator.data.build import prepare_store
-from translator.data.prepare import load_prepared
-from translator.data.store import StoreWriter
-from translator.errors import DataError
+from translator.data.prepare import data_summary, load_prepared
+from translator.data.store import StoreWriter, config_ident
+from translator.errors import ConfigError, DataError
 
 
 def stores(root: Path) -> list[str]:
@@ -152,3 +155,57 @@ def test_prepare_then_train_uses_the_same_store(tmp_path: Path, tiny_config: Con
     assert f"prepared data: {store} (ready)" in trained.stderr
     assert store in (tmp_path / "weights" / "p" / "store.json").read_text()
     assert load_config(tmp_path / "weights" / "p" / "config.yaml").data.source
+
+
+def bpe_config(tiny_config: Config, **tokenizer: object) -> Config:
+    values = {"kind": "bpe", "vocab_size": 320, **tokenizer}
+    return dataclasses.replace(
+        tiny_config, tokenizer=dataclasses.replace(tiny_config.tokenizer, **values)
+    )
+
+
+def test_the_store_holds_every_training_pair_once_per_copy(tiny_config: Config) -> None:
+    plain = load_prepared(prepare_store(bpe_config(tiny_config)))
+    config = bpe_config(tiny_config, dropout=0.3, dropout_copies=3)
+    data = load_prepared(prepare_store(config))
+    src_tok, tgt_tok = data.src_tokenizer, data.tgt_tokenizer
+
+    def texts(dataset, rows) -> Counter:
+        return Counter(
+            (src_tok.decode(dataset.src_ids[i]), tgt_tok.decode(dataset.tgt_ids[i])) for i in rows
+        )
+
+    assert plain.train.copies is None
+    copies = np.asarray(data.train.copies)
+    plain_text = texts(plain.train, range(len(plain.train)))
+    differ = 0
+    for copy in range(3):
+        rows = np.flatnonzero(copies == copy)
+        assert texts(data.train, rows) == plain_text  # the same pairs, the same text
+        differ += sum(
+            data.train.src_ids[i] != src_tok.encode(src_tok.decode(data.train.src_ids[i])).ids
+            for i in rows
+        )
+        assert max(data.train.src_lengths()[rows]) - 2 <= config.data.max_len
+    assert differ > 0  # training pairs were segmented otherwise
+    assert len(data.train) == 3 * len(plain.train)
+    # validation is encoded as decoding will encode it: plainly
+    assert list(data.valid.src_ids) == list(plain.valid.src_ids)
+    assert list(data.valid.tgt_ids) == list(plain.valid.tgt_ids)
+    assert f"{len(plain.train):,} (each in 3 BPE-dropout encodings) train" in data_summary(data)
+
+
+def test_config_checks_and_unchanged_store_keys(tiny_config: Config) -> None:
+    base = ROOT / "configs" / "tiny.yaml"
+    bpe = ["tokenizer.kind=bpe", "tokenizer.dropout=0.1"]
+    with pytest.raises(ConfigError, match="tokenizer.dropout .* needs tokenizer.kind bpe"):
+        load_config(base, ["tokenizer.dropout=0.1"])
+    with pytest.raises(ConfigError, match="tokenizer.dropout_copies must be 1 to 255"):
+        load_config(base, [*bpe, "tokenizer.dropout_copies=0"])
+    with pytest.raises(ConfigError, match=r"tokenizer.dropout must be in \[0, 1\)"):
+        load_config(base, ["tokenizer.kind=bpe", "tokenizer.dropout=1.0"])
+    # without dropout, the store's key is what it was before the option existed
+    assert set(config_ident(bpe_config(tiny_config))["tokenizer"]).isdisjoint(
+        {"dropout", "dropout_copies"}
+    )
+    assert config_ident(bpe_config(tiny_config, dropout=0.1))["tokenizer"]["dropout"] == 0.1

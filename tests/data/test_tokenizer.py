@@ -1,4 +1,5 @@
-"""Tokenizer: fixed special ids, save/load round trip, min_freq, decoding ids back to text."""
+"""Tokenizer: fixed special ids, save/load round trip, min_freq, decoding ids back to text, and
+BPE-dropout changing the pieces, never the text."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from translator.data.tokenizer import (
     save_tokenizer,
     tokenizer_kind,
     train_tokenizer,
+    with_bpe_dropout,
 )
 from translator.specials import EOS, EOS_ID, PAD, PAD_ID, SOS, SOS_ID, SPECIAL_TOKENS, UNK, UNK_ID
 
@@ -310,3 +312,19 @@ def test_a_unigram_file_saved_before_the_mend_is_mended_as_it_loads(tmp_path: Pa
     mended = load_tokenizer(old)
     assert SOS_ID not in mended.encode("[SOS]").ids
     assert fingerprint(mended) == fingerprint(tok)  # the same vocabulary: checkpoints still fit
+
+
+def test_dropout_changes_the_pieces_never_the_text() -> None:
+    texts = [s for pair in make_pairs(300) for s in pair]
+    plain = train_tokenizer(texts, min_freq=1, max_vocab=320, kind="bpe")
+    sentence = "the big red house and seven cats ."
+    before = plain.encode(sentence).ids
+    dropped = with_bpe_dropout(plain, 0.3)
+    segmentations = {tuple(dropped.encode(sentence).ids) for _ in range(50)}
+    assert len(segmentations) > 1
+    assert all(dropped.decode(list(ids)) == sentence for ids in segmentations)
+    assert all(len(ids) >= len(before) for ids in segmentations)  # only merges are skipped
+    assert plain.encode(sentence).ids == before  # the original is left as it was
+    word = train_tokenizer(texts, min_freq=1, kind="word")
+    with pytest.raises(ValueError, match="BPE"):
+        with_bpe_dropout(word, 0.1)

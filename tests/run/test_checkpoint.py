@@ -15,14 +15,11 @@ from typing import Any
 
 import pytest
 import torch
-from helpers import ROOT, make_pairs, write_jsonl
+from helpers import ROOT
 
 import translator.durable as durable
 from translator.errors import CheckpointError
 from translator.run.checkpoint import FORMAT, VERSION, load_checkpoint, save_checkpoint
-from translator.training.train import train_command
-
-TINY = ROOT / "configs" / "tiny.yaml"
 
 
 def make_state(value: float, step: int = 1) -> dict[str, Any]:
@@ -314,31 +311,6 @@ def test_checkpoint_that_would_run_code_is_refused_and_code_never_runs(
         load_checkpoint(path)
     assert_one_line(exc, str(path), "refused to load", "system", "nothing in it was run")
     assert not marker.exists()
-
-
-# --------------------------------------------------------------------------- resuming another run
-
-
-def test_resume_from_a_checkpoint_that_does_not_fit_names_the_file(tmp_path: Path) -> None:
-    corpus = write_jsonl(tmp_path / "corpus.jsonl", make_pairs(300))
-    base = ["train.max_steps=2", "train.eval_every=0"]
-    train_command(TINY, [f"data.source={corpus}", *base], "a", None, "cpu")
-    ckpt = Path("weights/a/latest.pt")
-
-    # Another vocabulary: the same toy language in capitals.
-    other = write_jsonl(
-        tmp_path / "other.jsonl", [(s.upper(), t.upper()) for s, t in make_pairs(300)]
-    )
-    with pytest.raises(CheckpointError) as exc:
-        train_command(TINY, [f"data.source={other}", *base], "b", str(ckpt), "cpu")
-    assert_one_line(exc, str(ckpt), "src vocabulary differs", "belongs to another run")
-
-    # Another model shape.
-    with pytest.raises(CheckpointError) as exc:
-        train_command(
-            TINY, [f"data.source={corpus}", "model.d_ff=128", *base], "c", str(ckpt), "cpu"
-        )
-    assert_one_line(exc, str(ckpt), "model shape does not match the config")
 
 
 def test_a_save_removes_the_temp_files_of_dead_writers_only(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, make_pairs, write_jsonl
 
-from translator.data.store import WORD_TABLES as STORE_TABLES
 from translator.durable import file_digest
 from translator.errors import CheckpointError
 from translator.run.average import average_run
@@ -24,7 +23,6 @@ from translator.run.lineage import (
     read_parent_record,
     read_teacher_record,
 )
-from translator.run.paths import RunPaths
 from translator.training.train import train_command
 
 TINY = ROOT / "configs" / "tiny.yaml"
@@ -121,15 +119,3 @@ def test_a_parent_and_a_teacher_are_one_lookup_and_one_record(tmp_path: Path) ->
     with pytest.raises(CheckpointError) as exc:
         find_run_checkpoint("R", tmp_path / "weights", "--teacher R", "", "teacher")
     one_line(exc, "--teacher R: the teacher has no tokenizers", "tokenizer_tgt.json missing")
-
-
-def test_a_fresh_start_clears_every_file_an_earlier_attempt_left(tmp_path: Path) -> None:
-    """What a fresh start clears includes the tables the store copies into the run."""
-    paths = RunPaths.create("x", tmp_path / "runs", tmp_path / "weights")
-    paths.make()
-    left = ["split.json", "store.json", "parent.json", "teacher.json", *STORE_TABLES,
-            "tokenizer_src.json", "tokenizer_tgt.json"]  # fmt: skip
-    for name in left:
-        (paths.weights_dir / name).write_text("{}")
-    paths.discard_prepared()
-    assert sorted(p.name for p in paths.weights_dir.iterdir()) == []

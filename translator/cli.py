@@ -310,8 +310,10 @@ def export(
     weights_dir: WeightsDirOpt = Path("weights"),
 ) -> None:
     # The help is rich markup, where "[fast]" would be read as a style tag and vanish: escape it.
-    r"""Export a checkpoint to a CTranslate2 model directory (pip install -e ".\[fast]"), or
-    with --format transformers to a Hugging Face Marian directory (pip install -e ".\[hf]")."""
+    r"""Export a checkpoint to CTranslate2 (".\[fast]"), or to Marian (--format transformers).
+
+    CTranslate2 directories serve `translate/validate/serve --model DIR`; --format transformers
+    writes what MarianMTModel and MarianTokenizer load (pip install -e ".\[hf]")."""
 
     run_command(
         lambda: export_in_format(format_, run, checkpoint, output, quantization, weights_dir)
@@ -342,8 +344,9 @@ def import_(
     ] = None,
     weights_dir: WeightsDirOpt = Path("weights"),
 ) -> None:
-    r"""Import an OPUS-MT (Marian) model as a run: translate, validate, export, serve it, or
-    train from it with --init-from (pip install -e ".\[hf]")."""
+    r"""Import an OPUS-MT (Marian) model as a run (pip install -e ".\[hf]").
+
+    Then translate, validate, export or serve it as any run, or train from it with --init-from."""
 
     from translator.interop.command import import_command
 

@@ -287,7 +287,7 @@ def average(
 
         average_command(run, last, output, weights_dir, with_parent)
 
-    run_command(go)
+    run_command(go, logs=False)
 
 
 @app.command()
@@ -375,7 +375,7 @@ def serve(
 
         serve_command(run, checkpoint, model, host, port, set_ or [], weights_dir)
 
-    run_command(go)
+    run_command(go, logs=False)
 
 
 def main() -> None:

@@ -5,6 +5,8 @@ share."""
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -45,10 +47,18 @@ def export_in_format(
         raise ConfigError(f"--format {format_}: choose ctranslate2 or transformers")
 
 
-def run_command(fn: Callable[[], Any]) -> None:
-    """Call `fn`, turning user-facing errors into one line on stderr and an exit code."""
+def run_command(fn: Callable[[], Any], logs: bool = True) -> None:
+    """Call `fn`, turning user-facing errors into one line on stderr and an exit code.
+
+    With `logs`, the commands' progress (the "translator" logger) goes to stderr, one message a
+    line: from every process, or under torchrun from rank 0 alone (the others say warnings).
+    """
     from translator.errors import TranslatorError
 
+    if logs:
+        main = os.environ.get("RANK", "0") == "0"
+        level = logging.INFO if main else logging.WARNING
+        logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
     try:
         fn()
     except TranslatorError as exc:

@@ -226,11 +226,8 @@ def _per_entry(data: PreparedData, weights: list[float], n_copies: int) -> str:
 
 def prepare_command(config_path: Path | None, overrides: list[str]) -> None:
     """`translator prepare`: make (or find) the store for a config, and say where it is."""
-    import sys
-
     from translator.config import load_config
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     config = load_config(config_path, overrides)
     data = load_prepared(prepare_store(config))
     size = sum(f.stat().st_size for f in data.store.iterdir()) if data.store else 0

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +60,6 @@ def distill_command(
     weights_root: Path = Path("weights"),
 ) -> None:
     """Translate the corpus with the teacher (or reuse it), then train the student on it."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     if config_path is None:
         raise ConfigError("distill: give the student's --config, e.g. configs/student.yaml")
     config = load_config(config_path, overrides)  # a rejected config does nothing

@@ -218,7 +218,6 @@ def export_command(
     weights_root: Path = Path("weights"),
 ) -> None:
     """`translator export`: write the run's checkpoint as a CTranslate2 model directory."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     import_ctranslate2()  # fail before loading anything
     ckpt, run_dir = find_checkpoint(run, checkpoint, weights_root)
     loaded = load_model(ckpt, run_dir, torch.device("cpu"))

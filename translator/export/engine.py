@@ -314,7 +314,6 @@ def translate_model_command(
     document: Document | None = None,
 ) -> None:
     """`translator translate --model DIR`: like `translate --run`, decoded by CTranslate2."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     # A few sentences as arguments: one thread starts and finishes first (0.07 s against 0.18 s
     # for the first "Hello" with two threads while the other core was busy).
     model = load_exported(model_dir, threads=1 if 0 < len(texts) <= 16 else None)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import math
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -58,7 +57,6 @@ def validate_model_command(
     from translator.inference.predict import override_config, resolve_beam, write_lines
     from translator.run.paths import RunPaths
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     if output is not None and not output.resolve().parent.is_dir():
         raise ConfigError(f"--output {output}: no directory {output.parent}")
     model = load_exported(model_dir)

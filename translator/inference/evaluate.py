@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -173,7 +172,6 @@ def validate_command(
     from translator.data.prepare import prepare_data
     from translator.metrics import TensorBoardLogger
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     if output is not None and not output.resolve().parent.is_dir():
         raise ConfigError(f"--output {output}: no directory {output.parent}")
     ckpt, run_dir = find_checkpoint(run, checkpoint, weights_root)

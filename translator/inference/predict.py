@@ -233,7 +233,6 @@ def translate_command(
     document: Document | None = None,
 ) -> None:
     """`translator translate`: the text arguments, else --input or stdin, to --output or stdout."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     document = document or Document()
     if attention is not None and not texts:
         raise ConfigError("--attention: give the sentence as an argument, not on stdin")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 
@@ -22,7 +21,6 @@ def import_command(
     revision: str | None = None,
 ) -> Path:
     """`translator import SOURCE --run NAME`: the model as the run weights_root/NAME."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     run_dir = import_model(source, run, weights_root, target_language, revision)
     loaded = load_model(run_dir / "latest.pt", run_dir, torch.device("cpu"))
     params = sum(p.numel() for p in loaded.model.parameters())
@@ -44,7 +42,6 @@ def export_transformers_command(
     weights_root: Path = Path("weights"),
 ) -> None:
     """`translator export --format transformers`: the run as a Marian directory."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     import_transformers()  # fail before loading anything
     ckpt, run_dir = find_checkpoint(run, checkpoint, weights_root)
     loaded = load_model(ckpt, run_dir, torch.device("cpu"))

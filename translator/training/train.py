@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -83,8 +82,6 @@ def _train(
     announce: Callable[[Logger], None] | None = None,
 ) -> Trainer:
     rank = current_rank()
-    level = logging.INFO if rank.is_main else logging.WARNING
-    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
     if run is None and config_path is None:
         raise ConfigError("train: give --config PATH (and/or --run NAME to resume a run)")
     paths = RunPaths.create(run or Path(config_path).stem, runs_root, weights_root)

@@ -275,20 +275,31 @@ def model_card(loaded: LoadedModel) -> str:
 
 
 def _lineage(run_dir: Path, cfg: Any) -> list[str]:
-    found = []
-    for name, what in (("imported.json", "imported from"), ("parent.json", "trained from")):
-        path = run_dir / name
-        if path.is_file():
-            try:
-                record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                continue
-            where = record.get("hub") or record.get("run") or record.get("source")
-            detail = record.get("revision") or record.get("checkpoint") or record.get("path")
-            found.append(f"{what} `{where}` ({detail})")
-    if not (run_dir / "imported.json").is_file():
-        found.append(f"trained on: `{json.dumps(cfg.data.source)}`")
+    """The run's data, then each run it came from (parent.json), back to an import or a run
+    trained from nothing."""
+    found = [] if (run_dir / "imported.json").is_file() else [f"trained on `{cfg.data.source}`"]
+    for _ in range(10):  # a chain of runs made from runs; 10 is far more than any has
+        imported, parent = _record(run_dir / "imported.json"), _record(run_dir / "parent.json")
+        if imported:
+            where = imported.get("hub") or imported.get("source")
+            found.append(f"imported from `{where}` ({imported.get('revision') or 'a directory'})")
+            break
+        if not parent:
+            break
+        found.append(
+            f"trained from run `{parent.get('run')}` (`{parent.get('checkpoint')}`, "
+            f"step {parent.get('step')})"
+        )
+        run_dir = Path(str(parent.get("path", "")))
     return found
+
+
+def _record(path: Path) -> dict[str, Any]:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def _scores(run_dir: Path) -> list[dict[str, Any]]:

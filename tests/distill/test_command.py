@@ -125,7 +125,7 @@ def test_the_student_trains_on_every_thread_it_had_before_the_teacher_translated
 
     seen: list[int] = []
     monkeypatch.setattr(
-        "translator.training.train.train_command",
+        "translator.training.train.train_run",
         lambda *a, **k: seen.append(torch.get_num_threads()),
     )
     before = torch.get_num_threads()

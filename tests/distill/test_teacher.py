@@ -35,18 +35,20 @@ def test_corpus_of_a_run_teacher_without_ctranslate2_is_what_translate_gives(
 def test_the_student_run_says_its_teacher_on_the_terminal_and_in_tensorboard(
     teacher_root: Path, student_data: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """distill's announcement reaches the run through train_command's `announce`, once the
-    run's logger is open: the terminal line and teacher.json's fields as TensorBoard text."""
+    """distill's announcement reaches the run through train_run's `announce`, once the run's
+    logger is open: the terminal line and teacher.json's fields as TensorBoard text."""
+    from translator.config import load_config
     from translator.distill.teacher import announce_teacher
-    from translator.training.train import train_command
+    from translator.run.paths import RunPaths
+    from translator.training.train import train_run
 
     teacher = find_teacher("tiny", teacher_root / "weights")
     overrides = [f"data.source={student_data}", "train.max_steps=1", "train.eval_every=0",
                  f"data.store_dir={tmp_path / 'store'}"]  # fmt: skip
+    paths = RunPaths.create("student", tmp_path / "runs", tmp_path / "weights")
     with caplog.at_level("INFO", logger="translator"):
-        train_command(TINY, overrides, "student", None, "cpu", tmp_path / "runs",
-                      tmp_path / "weights",
-                      announce=lambda logger: announce_teacher(teacher, logger))  # fmt: skip
+        train_run(load_config(TINY, overrides), paths, None, "cpu",
+                  announce=lambda logger: announce_teacher(teacher, logger))  # fmt: skip
     assert "distilled: trained on the translations of teacher tiny (step 80)" in caplog.text
     events = b"".join(p.read_bytes() for p in (tmp_path / "runs" / "student").glob("events.*"))
     assert b"run/teacher" in events and teacher.digest.encode() in events

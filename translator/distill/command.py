@@ -15,7 +15,6 @@ knowledge distillation, Kim & Rush 2016).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import torch
 from translator.config import (
     Config,
     DataConfig,
+    config_from_dict,
     given_settings,
     load_config,
     read_yaml,
@@ -71,20 +71,12 @@ def distill_command(
             f"--run {paths.name} is the teacher's own run ({teacher.path}); name the student "
             "with --run NAME"
         )
-    recorded = None
+    from translator.training.train import checked_resume, resolved_config, train_run
+
     if resume is not None:
         _check_same_teacher(teacher, paths)
-        if resume == "latest" and not paths.latest.is_file():
-            raise ConfigError(
-                f"--resume: run {paths.name!r} has no checkpoint at {paths.latest}; start it "
-                "without --resume"
-            )
-        recorded = _recorded_sources(paths)
-    elif paths.latest.is_file():  # before the corpus is translated, not after
-        raise ConfigError(
-            f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it with "
-            "--resume, or distill another student with --run NEW_NAME"
-        )
+    checked_resume(paths, resume, "distill another student")  # before the corpus is translated
+    recorded = _recorded_sources(paths) if resume is not None else None
     check_run_free(paths.weights_dir, paths.name)  # likewise: a run in use is refused now
     if recorded is not None:  # the run's prepared store holds its data: nothing to translate
         sources = recorded
@@ -96,7 +88,6 @@ def distill_command(
         # Loading CTranslate2 sets this process's OpenMP threads to its own (1): the student
         # then trained on one core, at 0.7x the tokens/s (bench_distill.py, 2 cores).
         torch.set_num_threads(threads)
-    from translator.training.train import train_command
 
     def record_teacher(locked_paths: RunPaths, resuming: bool) -> None:
         """Under the run's lock: the teacher checked again (resume) and recorded."""
@@ -104,10 +95,12 @@ def distill_command(
             _check_same_teacher(teacher, locked_paths)
         write_teacher_record(locked_paths.weights_dir, teacher.record())
 
-    data_source = f"data.source={json.dumps(sources)}"
-    train_command(config_path, [*overrides, data_source], paths.name, resume, device, runs_root,
-                  weights_root, locked=record_teacher,
-                  announce=lambda logger: announce_teacher(teacher, logger))  # fmt: skip
+    student, parent = resolved_config(config_path, overrides, paths, resume, weights_root)
+    train_run(
+        _trained_on(student, sources, str(config_path)), paths, resume, device, parent,
+        locked=record_teacher, announce=lambda logger: announce_teacher(teacher, logger),
+        another="distill another student",
+    )  # fmt: skip
 
 
 def distilled_sources(
@@ -175,6 +168,13 @@ def _reading_config(config: Config, entries: list[Any]) -> DataConfig:
     data = dataclasses.replace(config.data, source=entries if len(entries) > 1 else entries[0])
     data.validate()
     return data
+
+
+def _trained_on(config: Config, sources: Any, origin: str) -> Config:
+    """`config` training on `sources` (its data.source), checked as a config file's would be."""
+    raw = config.to_dict()
+    raw["data"]["source"] = sources
+    return config_from_dict(raw, origin)
 
 
 def _source_entries(

@@ -48,79 +48,112 @@ def train_command(
     device_name: str | None,
     runs_root: Path = Path("runs"),
     weights_root: Path = Path("weights"),
+) -> Trainer:
+    """`translator train`: the run's config from the file and `--set`, then `train_run`."""
+    if run is None and config_path is None:
+        raise ConfigError("train: give --config PATH (and/or --run NAME to resume a run)")
+    paths = RunPaths.create(run or Path(config_path).stem, runs_root, weights_root)
+    if resume is not None:  # before the config: a resume's base is the run's own config
+        checked_resume(paths, resume)
+    config, parent = resolved_config(config_path, overrides, paths, resume, weights_root)
+    return train_run(config, paths, resume, device_name, parent)
+
+
+def resolved_config(
+    config_path: Path | None,
+    overrides: list[str],
+    paths: RunPaths,
+    resume: str | None,
+    weights_root: Path,
+) -> tuple[Config, RunCheckpoint | None]:
+    """The run's config and the run it starts from (`train.init_from`, on a fresh start).
+
+    On resume the run's own resolved config is the base; `--set` may still change it (max_steps).
+    """
+    base = paths.config if resume is not None and paths.config.is_file() else config_path
+    config = load_config(base, overrides)  # a rejected config creates nothing
+    if config.train.init_from is not None and resume is None:
+        return adapted_config(config_path, overrides, weights_root)
+    return config, None
+
+
+def train_run(
+    config: Config,
+    paths: RunPaths,
+    resume: str | None,
+    device_name: str | None,
+    parent: RunCheckpoint | None = None,
+    *,
     locked: Callable[[RunPaths, bool], None] | None = None,
     announce: Callable[[Logger], None] | None = None,
+    another: str = "start another",
 ) -> Trainer:
-    """`translator train`: build everything from the config and train; resume when asked.
+    """Train a run from its resolved config: afresh, from `parent`, or resumed (`resume`).
 
     Under torchrun, every process runs this; rank 0 alone prepares the data, logs and saves.
     `locked(paths, resuming)` is called by rank 0 once it holds the run's lock and a fresh start
     has cleared what an earlier attempt left: what a caller writes into the run goes there
     (distill's teacher.json). `announce(logger)` is called once the run's logger is open, before
-    the parent is announced: what a caller says of the run (distill: its teacher).
+    the parent is announced: what a caller says of the run (distill: its teacher). `another`
+    ends the refusal of a fresh start on a run that has checkpoints ("... with --run NEW_NAME").
     """
     if launched_by_torchrun():
         init_distributed(resolve_device(device_name))
     try:
-        return _train(
-            config_path, overrides, run, resume, device_name, runs_root, weights_root, locked,
-            announce,
-        )  # fmt: skip
+        eval_sets = read_eval_sets(config)  # a bad file fails before anything is written
+        if not current_rank().is_main:  # rank 0 holds the run's lock for the whole job
+            return _train_run(
+                config, paths, resume, device_name, parent, eval_sets, announce=announce,
+                another=another,
+            )  # fmt: skip
+        paths.make()
+        with run_lock(paths.weights_dir, paths.name):
+            return _train_run(
+                config, paths, resume, device_name, parent, eval_sets, locked, announce, another
+            )
     finally:
         shutdown()
 
 
-def _train(
-    config_path: Path | None,
-    overrides: list[str],
-    run: str | None,
-    resume: str | None,
-    device_name: str | None,
-    runs_root: Path,
-    weights_root: Path,
-    locked: Callable[[RunPaths, bool], None] | None = None,
-    announce: Callable[[Logger], None] | None = None,
-) -> Trainer:
-    rank = current_rank()
-    if run is None and config_path is None:
-        raise ConfigError("train: give --config PATH (and/or --run NAME to resume a run)")
-    paths = RunPaths.create(run or Path(config_path).stem, runs_root, weights_root)
-    resume_path = _resume_path(resume, paths)
-    # On resume the run's own resolved config is the base; --set may still change it (max_steps).
-    base = paths.config if resume_path is not None and paths.config.is_file() else config_path
-    config = load_config(base, overrides)  # a rejected config creates nothing
-    parent = None
-    if config.train.init_from is not None and resume_path is None:
-        config, parent = adapted_config(config_path, overrides, weights_root)
-    eval_sets = read_eval_sets(config)  # a bad file fails before anything is written
-    if not rank.is_main:  # rank 0 holds the run's lock for the whole job
-        return _train_run(
-            config, paths, resume_path, device_name, parent, eval_sets, announce=announce
-        )
-    paths.make()
-    with run_lock(paths.weights_dir, paths.name):
-        return _train_run(
-            config, paths, resume_path, device_name, parent, eval_sets, locked, announce
-        )
+def checked_resume(
+    paths: RunPaths, resume: str | None, another: str = "start another"
+) -> Path | None:
+    """The checkpoint a run resumes from (None: a fresh start), once the run's state allows it.
+
+    `--resume` on a run with no checkpoint, and a fresh start on a run that has them, are
+    refused; `another` says how to start another run instead ("start another").
+    """
+    if resume is None:
+        if paths.latest.is_file():
+            raise ConfigError(
+                f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it "
+                f"with --resume, or {another} with --run NEW_NAME"
+            )
+        return None
+    if resume == "latest":
+        if not paths.latest.is_file():
+            raise CheckpointError(
+                f"--resume: run {paths.name!r} has no checkpoint at {paths.latest}; "
+                "start it without --resume"
+            )
+        return paths.latest
+    return Path(resume)
 
 
 def _train_run(
     config: Config,
     paths: RunPaths,
-    resume_path: Path | None,
+    resume: str | None,
     device_name: str | None,
     parent: RunCheckpoint | None = None,
     eval_sets: dict[str, list[Pair]] | None = None,
     locked: Callable[[RunPaths, bool], None] | None = None,
     announce: Callable[[Logger], None] | None = None,
+    another: str = "start another",
 ) -> Trainer:
     """Prepare data, model and Trainer, then train; rank 0 holds the run's lock meanwhile."""
     rank = current_rank()
-    if resume_path is None and paths.latest.is_file():
-        raise ConfigError(
-            f"run {paths.name!r} already has checkpoints in {paths.weights_dir}; continue it with "
-            f"--resume, or start another with --run NEW_NAME"
-        )
+    resume_path = checked_resume(paths, resume, another)
     if resume_path is None and rank.is_main:  # a fresh start: nothing of an earlier attempt
         removed = paths.discard_prepared()
         if removed:
@@ -187,16 +220,3 @@ def _train_run(
     log.info("ready to train after %.1f s", time.perf_counter() - start)
     trainer.fit()
     return trainer
-
-
-def _resume_path(resume: str | None, paths: RunPaths) -> Path | None:
-    if resume is None:
-        return None
-    if resume == "latest":
-        if not paths.latest.is_file():
-            raise CheckpointError(
-                f"--resume: run {paths.name!r} has no checkpoint at {paths.latest}; "
-                "start it without --resume"
-            )
-        return paths.latest
-    return Path(resume)

@@ -12,7 +12,8 @@ from typing import Annotated
 
 import typer
 
-from translator.cli_support import (
+from translator.commands import run_command
+from translator.commands.options import (
     BeamOpt,
     CheckpointOpt,
     ConfigOpt,
@@ -24,11 +25,8 @@ from translator.cli_support import (
     SetOpt,
     WeightsDirOpt,
     bare_resume_means_latest,
-    export_in_format,
-    only_model,
-    run_command,
-    translate_model_fast,
 )
+from translator.commands.translate import translate_model_fast
 
 app = typer.Typer(
     name="translator",
@@ -72,13 +70,13 @@ def train(
 ) -> None:
     """Train a model; TensorBoard events go to runs/NAME, checkpoints to weights/NAME."""
 
-    def go() -> None:
-        from translator.training.train import train_command
+    from translator.commands.train import train_command
 
-        overrides = [*(set_ or []), *([f"train.init_from={init_from}"] if init_from else [])]
-        train_command(config, overrides, run, resume, device, runs_dir, weights_dir)
-
-    run_command(go)
+    run_command(
+        lambda: train_command(
+            config, set_ or [], init_from, run, resume, device, runs_dir, weights_dir
+        )
+    )
 
 
 @app.command()
@@ -88,12 +86,9 @@ def prepare(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     Read, clean, split, train the tokenizers, encode; `train` does this itself when needed. The
     store proves itself whole each time it is opened (sizes and SHA-256 of its files)."""
 
-    def go() -> None:
-        from translator.data.prepare import prepare_command
+    from translator.commands.prepare import prepare_command
 
-        prepare_command(config, set_ or [])
-
-    run_command(go)
+    run_command(lambda: prepare_command(config, set_ or []))
 
 
 @app.command()
@@ -129,20 +124,23 @@ def validate(
 
     BLEU and chrF are sacreBLEU's, with their signatures printed."""
 
-    def go() -> None:
-        if model is not None:
-            from translator.export.validate import validate_model_command
+    from translator.commands.validate import validate_command
 
-            only_model(run=run, checkpoint=checkpoint, device=device)
-            return validate_model_command(model, beam, output, config, set_ or [], data)
-        from translator.inference.evaluate import validate_command
-
-        validate_command(
-            run, checkpoint, beam, output, config, set_ or [], device, runs_dir, weights_dir,
-            data_file=data,
-        )  # fmt: skip
-
-    run_command(go)
+    run_command(
+        lambda: validate_command(
+            run,
+            checkpoint,
+            beam,
+            output,
+            config,
+            set_ or [],
+            device,
+            runs_dir,
+            weights_dir,
+            model,
+            data,
+        )
+    )
 
 
 @app.command()
@@ -197,32 +195,26 @@ def translate(
     keeps its blank lines, indentation and list markers, a subtitle file every number and
     timing."""
 
-    def go() -> None:
-        from translator.inference.documents import Document
+    from translator.commands.translate import translate_command
 
-        document = Document(input_, output, format_)
-        if model is not None:
-            from translator.export.engine import translate_model_command
-
-            only_model(run=run, checkpoint=checkpoint, attention=attention, device=device)
-            return translate_model_command(text or [], model, beam, set_ or [], document)
-        from translator.inference.predict import translate_command
-
-        translate_command(
+    run_command(
+        lambda: translate_command(
             text or [],
             run,
             checkpoint,
             beam,
             set_ or [],
-            device,
-            weights_dir,
             attention,
             attention_layer,
             attention_self,
-            document,
+            input_,
+            output,
+            format_,
+            device,
+            weights_dir,
+            model,
         )
-
-    run_command(go)
+    )
 
 
 @app.command()
@@ -252,12 +244,13 @@ def distill(
     through CTranslate2 when installed; the translations are kept and reused. distill.* keys
     choose the decoding, keep_original and the chrF filter."""
 
-    def go() -> None:
-        from translator.distill.command import distill_command
+    from translator.commands.distill import distill_command
 
-        distill_command(teacher, config, set_ or [], run, resume, device, runs_dir, weights_dir)
-
-    run_command(go)
+    run_command(
+        lambda: distill_command(
+            teacher, config, set_ or [], run, resume, device, runs_dir, weights_dir
+        )
+    )
 
 
 @app.command()
@@ -282,12 +275,9 @@ def average(
 ) -> None:
     """Average the weights of a run's last K checkpoints (kept by train.average_last)."""
 
-    def go() -> None:
-        from translator.run.average import average_command
+    from translator.commands.average import average_command
 
-        average_command(run, last, output, weights_dir, with_parent)
-
-    run_command(go, logs=False)
+    run_command(lambda: average_command(run, last, output, weights_dir, with_parent), logs=False)
 
 
 @app.command()
@@ -314,6 +304,8 @@ def export(
 
     CTranslate2 directories serve `translate/validate/serve --model DIR`; --format transformers
     writes what MarianMTModel and MarianTokenizer load (pip install -e ".\[hf]")."""
+
+    from translator.commands.export import export_in_format
 
     run_command(
         lambda: export_in_format(format_, run, checkpoint, output, quantization, weights_dir)
@@ -348,7 +340,7 @@ def import_(
 
     Then translate, validate, export or serve it as any run, or train from it with --init-from."""
 
-    from translator.interop.command import import_command
+    from translator.commands.import_ import import_command
 
     run_command(lambda: import_command(source, run, weights_dir, target_language, revision))
 
@@ -370,12 +362,12 @@ def serve(
 ) -> None:
     """Serve a JSON API and a web page for a run (PyTorch) or an exported --model (CTranslate2)."""
 
-    def go() -> None:
-        from translator.serve.app import serve_command
+    from translator.commands.serve import serve_command
 
-        serve_command(run, checkpoint, model, host, port, set_ or [], weights_dir)
-
-    run_command(go, logs=False)
+    run_command(
+        lambda: serve_command(run, checkpoint, model, host, port, set_ or [], weights_dir),
+        logs=False,
+    )
 
 
 def main() -> None:

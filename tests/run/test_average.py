@@ -110,7 +110,8 @@ def parent(tmp_path: Path) -> Path:
 
 
 def test_average_with_parent_moves_the_weights_that_share_of_the_way_back(parent: Path) -> None:
-    from translator.run.average import average_command, average_states, step_checkpoints
+    from translator.commands.average import average_command
+    from translator.run.average import average_states, step_checkpoints
 
     kept = ["train.checkpoint_every=3", "train.average_last=2", "train.max_steps=9"]
     train("child", "other.jsonl", "train.init_from=parent", *kept)
@@ -136,7 +137,7 @@ def test_average_with_parent_moves_the_weights_that_share_of_the_way_back(parent
 
 
 def test_average_with_parent_refuses_what_it_cannot_blend(parent: Path) -> None:
-    from translator.run.average import average_command
+    from translator.commands.average import average_command
 
     kept = ["train.checkpoint_every=2", "train.average_last=2", "train.max_steps=4"]
     train("orphan", "other.jsonl", *kept)

@@ -222,14 +222,3 @@ def _per_entry(data: PreparedData, weights: list[float], n_copies: int) -> str:
         for name, n, w in zip(names, counts, weights, strict=False)
     ]
     return "; an epoch: " + " + ".join(parts)
-
-
-def prepare_command(config_path: Path | None, overrides: list[str]) -> None:
-    """`translator prepare`: make (or find) the store for a config, and say where it is."""
-    from translator.config import load_config
-
-    config = load_config(config_path, overrides)
-    data = load_prepared(prepare_store(config))
-    size = sum(f.stat().st_size for f in data.store.iterdir()) if data.store else 0
-    print(data_summary(data, config.data.weights()))
-    print(f"store: {data.store} ({size / 2**20:,.1f} MiB), for every run on this data")

@@ -12,7 +12,6 @@ import errno
 import json
 import logging
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +25,10 @@ from translator.data.tokenizer import save_tokenizer
 from translator.durable import publish_dir, temp_name
 from translator.errors import ConfigError, TranslatorError
 from translator.export.engine import META_FILE, import_ctranslate2
-from translator.inference.predict import LoadedModel, load_model
+from translator.inference.predict import LoadedModel
 from translator.jsonfile import save_word_table
 from translator.model.transformer import Embedding, MultiHeadAttention, Transformer
 from translator.run.names import tokenizer_file
-from translator.run.paths import find_checkpoint
 from translator.specials import EOS, SOS, UNK
 
 log = logging.getLogger("translator")
@@ -208,24 +206,3 @@ def export_model(loaded: LoadedModel, output: Path, quantization: str = "int8") 
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise TranslatorError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
-
-
-def export_command(
-    run: str | None,
-    checkpoint: Path | None,
-    output: Path,
-    quantization: str,
-    weights_root: Path = Path("weights"),
-) -> None:
-    """`translator export`: write the run's checkpoint as a CTranslate2 model directory."""
-    import_ctranslate2()  # fail before loading anything
-    ckpt, run_dir = find_checkpoint(run, checkpoint, weights_root)
-    loaded = load_model(ckpt, run_dir, torch.device("cpu"))
-    check_exportable(loaded.config.model)
-    export_model(loaded, output, quantization)
-    size = sum(p.stat().st_size for p in output.iterdir()) / 2**20
-    print(
-        f"exported {ckpt} (step {loaded.step:,}) to {output}/ ({quantization}, {size:.1f} MiB); "
-        f'translate with: translator translate --model {output} "Hello"',
-        file=sys.stderr,
-    )

@@ -15,7 +15,6 @@ bounded queue answers 503 when full or too slow. Every bad request gets a JSON e
 # `Request` is imported inside `build_app` so that the module loads without FastAPI installed.
 import asyncio
 import io
-import sys
 import threading
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from translator.config import Config
-from translator.errors import ConfigError, TranslatorError
+from translator.errors import ConfigError
 from translator.serve.batching import RETRY_AFTER, Batcher
 from translator.serve.body import (
     RequestError,
@@ -260,41 +259,3 @@ def build_app(engine: Engine) -> Any:
         return HTMLResponse(PAGE.replace("__ENGINE__", engine.name))
 
     return app
-
-
-def serve_command(
-    run: str | None,
-    checkpoint: Path | None,
-    model_dir: Path | None,
-    host: str,
-    port: int,
-    overrides: list[str],
-    weights_root: Path = Path("weights"),
-) -> None:
-    """`translator serve`: load the model, then answer HTTP until interrupted."""
-    try:
-        import fastapi  # noqa: F401
-        import uvicorn
-    except ImportError:
-        raise TranslatorError(
-            f"FastAPI and uvicorn are not installed; install them with: {SERVE_EXTRA}"
-        ) from None
-    if model_dir is not None and (run is not None or checkpoint is not None):
-        raise ConfigError("--model and --run/--checkpoint exclude each other; give one of them")
-    if model_dir is not None:
-        engine = ct2_engine(model_dir, overrides)
-    else:
-        engine = torch_engine(run, checkpoint, overrides, weights_root)
-    app = build_app(engine)
-    where = (
-        "loopback only; --host 0.0.0.0 to accept other machines"
-        if host in ("127.0.0.1", "localhost", "::1")
-        else "reachable from other machines"
-    )
-    print(
-        f"serving {engine.model}, step {engine.step:,}, with {engine.name} "
-        f"on http://{host}:{port}/ ({where})",
-        file=sys.stderr,
-        flush=True,
-    )
-    uvicorn.run(app, host=host, port=port, log_level="warning")

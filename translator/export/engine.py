@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import platform
-import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -24,7 +23,6 @@ from translator.data.casing import load_casing
 from translator.data.spelling import load_spelling
 from translator.data.tokenizer import decode_ids, load_tokenizer
 from translator.errors import CheckpointError, ConfigError, TranslatorError
-from translator.inference.documents import Document, translate_inputs
 from translator.inference.mbr import mbr_choice
 from translator.inference.text import guard_size, longest_run, run_limit, translate_texts
 from translator.run.names import tokenizer_file
@@ -304,33 +302,3 @@ def override_decode(config: Config, overrides: list[str], command: str) -> Confi
             )
         apply_override(raw, item)
     return config_from_dict(raw, origin="--set")
-
-
-def translate_model_command(
-    texts: list[str],
-    model_dir: Path,
-    beam: int | None,
-    overrides: list[str],
-    document: Document | None = None,
-) -> None:
-    """`translator translate --model DIR`: like `translate --run`, decoded by CTranslate2."""
-    # A few sentences as arguments: one thread starts and finishes first (0.07 s against 0.18 s
-    # for the first "Hello" with two threads while the other core was busy).
-    model = load_exported(model_dir, threads=1 if 0 < len(texts) <= 16 else None)
-    model.config = override_decode(model.config, overrides, "translate")
-    beam = model.config.decode.beam if beam is None else beam
-    if beam < 1:
-        raise ConfigError(f"--beam {beam}: the beam size must be at least 1 (1 = greedy)")
-    print(
-        f"using {model_dir} (step {model.step:,}, CTranslate2 {model.arithmetic})",
-        file=sys.stderr,
-    )
-    try:
-        translate_inputs(
-            texts,
-            document or Document(),
-            lambda lines, numbers: translate_exported(model, lines, beam, numbers),
-            model.config.decode.batch_size * 16,
-        )
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -7,7 +7,6 @@ no `datasets`, no TensorBoard.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,18 +20,15 @@ from translator.config import Config, DecodeConfig, apply_override, config_from_
 from translator.data.casing import load_casing
 from translator.data.spelling import load_spelling
 from translator.data.tokenizer import decode_ids, fingerprint, load_tokenizer
-from translator.device import resolve_device
 from translator.durable import publish_text
 from translator.errors import CheckpointError, ConfigError
 from translator.inference.attention import Head, translation_figure
 from translator.inference.decode import translate_ids
-from translator.inference.documents import Document, translate_inputs
 from translator.inference.segment import layout
 from translator.inference.text import encode_sources, translate_texts  # noqa: F401  (encode_sources: re-exported)
 from translator.model.transformer import Transformer, build_model
 from translator.run.checkpoint import load_checkpoint
 from translator.run.names import tokenizer_file
-from translator.run.paths import find_checkpoint
 from translator.specials import PAD_ID
 
 log = logging.getLogger("translator")
@@ -214,48 +210,6 @@ def translate_sentences(
         spelling=loaded.spelling if loaded.config.decode.respell else None,
         split=loaded.config.decode.split_sentences,
     )
-
-
-# --------------------------------------------------------------------------- commands
-
-
-def translate_command(
-    texts: list[str],
-    run: str | None,
-    checkpoint: Path | None,
-    beam: int | None,
-    overrides: list[str],
-    device_name: str | None,
-    weights_root: Path = Path("weights"),
-    attention: Path | None = None,
-    attention_layer: int | None = None,
-    attention_self: bool = False,
-    document: Document | None = None,
-) -> None:
-    """`translator translate`: the text arguments, else --input or stdin, to --output or stdout."""
-    document = document or Document()
-    if attention is not None and not texts:
-        raise ConfigError("--attention: give the sentence as an argument, not on stdin")
-    ckpt, run_dir = find_checkpoint(run, checkpoint, weights_root)
-    loaded = load_model(ckpt, run_dir, resolve_device(device_name))
-    loaded.config = override_config(loaded.config, None, overrides, "translate", ("decode",))
-    beam = resolve_beam(beam, loaded.config)
-    print(f"using {ckpt} (step {loaded.step:,})", file=sys.stderr)
-    try:
-        translate_inputs(
-            texts,
-            document,
-            lambda lines, numbers: translate_sentences(loaded, lines, beam, numbers),
-            loaded.config.decode.batch_size * 16,
-        )
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return
-    if attention is not None:
-        for n, text in enumerate(texts, start=1):
-            path = attention if len(texts) == 1 else attention.with_stem(f"{attention.stem}-{n}")
-            save_attention(loaded, text, path, beam, attention_layer, attention_self)
-            print(f"attention maps saved to {path}", file=sys.stderr)
 
 
 def save_attention(

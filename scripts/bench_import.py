@@ -64,13 +64,20 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=200)
     ap.add_argument("--max-length", type=int, default=64, help="generate's max_length (budget)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/bench_import"))
+    ap.add_argument(
+        "--marian",
+        type=Path,
+        help="measure this Marian directory (e.g. a trained "
+        "run exported with --format transformers) instead of a random base-shape one",
+    )
     args = ap.parse_args()
     from transformers import MarianMTModel, MarianTokenizer
 
     torch.set_num_threads(2)
     shutil.rmtree(args.out, ignore_errors=True)
-    marian = make_marian(args.out / "marian", d_model=512, layers=6, heads=8, d_ff=2048,
-                         init_std=0.05, eos_bias=4.0)  # fmt: skip
+    args.out.mkdir(parents=True)
+    marian = args.marian or make_marian(args.out / "marian", d_model=512, layers=6, heads=8,
+                                        d_ff=2048, init_std=0.05, eos_bias=4.0)  # fmt: skip
     weights = marian / "model.safetensors"
     print(f"model: {marian} ({weights.stat().st_size / 2**20:.1f} MiB weights)")
 

@@ -77,3 +77,23 @@ def test_an_existing_run_is_not_overwritten(marian_shared: Path, tmp_path: Path)
     done = cli(tmp_path, "import", str(marian_shared), "--run", "x")
     assert done.returncode != 0 and "already exists" in done.stderr
     assert (tmp_path / "weights" / "x" / "keep").read_text() == "mine"
+
+
+@pytest.mark.parametrize("resume", [True, False])
+def test_an_imported_run_is_trained_from_not_continued(
+    marian_shared: Path, tmp_path: Path, resume: bool
+) -> None:
+    """train --run on an imported run (with or without --resume) says to use --init-from, and
+    leaves the run's files as they were."""
+    from helpers import make_pairs, write_jsonl
+
+    assert cli(tmp_path, "import", str(marian_shared), "--run", "x").returncode == 0
+    run = tmp_path / "weights" / "x"
+    before = {p.name: p.stat().st_mtime_ns for p in run.iterdir()}
+    data = write_jsonl(tmp_path / "pairs.jsonl", make_pairs(100))
+    args = ["train", "--run", "x", "--set", f"data.source={data}"]
+    done = cli(tmp_path, *args, *(["--resume"] if resume else []))
+    assert done.returncode != 0
+    assert "--init-from x --run NEW_NAME" in done.stderr.strip().splitlines()[-1]
+    after = {p.name: p.stat().st_mtime_ns for p in run.iterdir() if p.name != "train.lock"}
+    assert after == before

@@ -24,6 +24,7 @@ from translator.durable import publish_dir, temp_name
 from translator.errors import ConfigError, TranslatorError
 from translator.inference.predict import LoadedModel
 from translator.interop.marian import HF_EXTRA, weight_names
+from translator.run.names import IMPORTED
 from translator.specials import EOS_ID, SOS_ID, UNK_ID
 
 log = logging.getLogger("translator")
@@ -277,9 +278,9 @@ def model_card(loaded: LoadedModel) -> str:
 def _lineage(run_dir: Path, cfg: Any) -> list[str]:
     """The run's data, then each run it came from (parent.json), back to an import or a run
     trained from nothing."""
-    found = [] if (run_dir / "imported.json").is_file() else [f"trained on `{cfg.data.source}`"]
+    found = [] if (run_dir / IMPORTED).is_file() else [f"trained on `{cfg.data.source}`"]
     for _ in range(10):  # a chain of runs made from runs; 10 is far more than any has
-        imported, parent = _record(run_dir / "imported.json"), _record(run_dir / "parent.json")
+        imported, parent = _record(run_dir / IMPORTED), _record(run_dir / "parent.json")
         if imported:
             where = imported.get("hub") or imported.get("source")
             found.append(f"imported from `{where}` ({imported.get('revision') or 'a directory'})")

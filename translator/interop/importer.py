@@ -37,11 +37,10 @@ from translator.interop.marian import (
 )
 from translator.model.transformer import build_model
 from translator.run.checkpoint import save_checkpoint
-from translator.run.names import tokenizer_file
+from translator.run.names import IMPORTED, tokenizer_file
 from translator.run.paths import check_run_name
 
 log = logging.getLogger("translator")
-IMPORT_RECORD = "imported.json"
 HUB_NAME = re.compile(r"^[\w.-]+/[\w.-]+$")
 HUB_FILES = ["*.json", "*.spm", "model.safetensors", "README.md"]
 
@@ -92,7 +91,7 @@ def import_model(
         save_tokenizer(src_tok, tokenizer_file(tmp, "src"))  # type: ignore[arg-type]
         save_tokenizer(tgt_tok, tokenizer_file(tmp, "tgt"))  # type: ignore[arg-type]
         save_checkpoint(checkpoint, tmp / "latest.pt")
-        publish_text(tmp / IMPORT_RECORD, json.dumps(record, indent=2) + "\n")
+        publish_text(tmp / IMPORTED, json.dumps(record, indent=2) + "\n")
         if not publish_dir(tmp, run_dir):
             raise TranslatorError(f"--run {run}: another import wrote {run_dir} meanwhile")
     except OSError as exc:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+IMPORTED = "imported.json"
+"""In a run made by `translator import` (not trained here): where its weights came from."""
+
 
 def tokenizer_file(folder: Path, side: str) -> Path:
     """The tokenizer of `side` ("src" or "tgt") in a run, a store or an export folder."""

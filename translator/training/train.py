@@ -21,6 +21,7 @@ from translator.run.branch import set_aside_later
 from translator.run.checkpoint import load_checkpoint
 from translator.run.lineage import RunCheckpoint, write_parent_record
 from translator.run.lock import run_lock
+from translator.run.names import IMPORTED
 from translator.run.paths import RunPaths
 from translator.training.adapt import (
     adapted_config,
@@ -121,8 +122,15 @@ def checked_resume(
     """The checkpoint a run resumes from (None: a fresh start), once the run's state allows it.
 
     `--resume` on a run with no checkpoint, and a fresh start on a run that has them, are
-    refused; `another` says how to start another run instead ("start another").
+    refused; `another` says how to start another run instead ("start another"). A run made by
+    `translator import` has weights but no training of its own to go on with: refused either way
+    (before anything is written into it).
     """
+    if (paths.weights_dir / IMPORTED).is_file():
+        raise CheckpointError(
+            f"run {paths.name!r} was imported (translator import), not trained here: there is no "
+            f"training to continue; train from it with --init-from {paths.name} --run NEW_NAME"
+        )
     if resume is None:
         if paths.latest.is_file():
             raise ConfigError(

@@ -17,6 +17,8 @@ scores an existing run without training. Prints a table, then one JSON line.
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
 import time
 from pathlib import Path
 
@@ -59,6 +61,7 @@ def score(loaded: LoadedModel, pairs: list[tuple[str, str]], name: str) -> dict[
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)  # as the CLI
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path)
     parser.add_argument("--minutes", type=float)

@@ -110,3 +110,19 @@ def scalars(log_dir: Path, tag: str) -> list[tuple[int, float]]:
     acc = EventAccumulator(str(log_dir))
     acc.Reload()
     return [(e.step, e.value) for e in acc.Scalars(tag)]
+
+
+def train_in_process(corpus: Path, name: str, *extra: str, resume: str | None = None):
+    """`train_command` with tiny.yaml on `corpus` in this process (small batches, no evaluation,
+    no checkpoint before the end); the Trainer."""
+    from translator.training.train import train_command
+
+    overrides = [
+        f"data.source={corpus}",
+        "train.batch_tokens=256",
+        "train.eval_every=0",
+        "train.checkpoint_every=1000",
+        "train.epochs=50",
+        *extra,
+    ]
+    return train_command(ROOT / "configs" / "tiny.yaml", overrides, name, resume, "cpu")

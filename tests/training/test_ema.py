@@ -8,24 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import ROOT
+from helpers import train_in_process as run
 
 from translator.errors import ConfigError
-from translator.training.train import train_command
-from translator.training.trainer import Trainer
 
 TINY = ROOT / "configs" / "tiny.yaml"
-
-
-def run(corpus: Path, name: str, *extra: str, resume: str | None = None) -> Trainer:
-    overrides = [
-        f"data.source={corpus}",
-        "train.batch_tokens=256",
-        "train.eval_every=0",
-        "train.checkpoint_every=1000",
-        "train.epochs=50",
-        *extra,
-    ]
-    return train_command(TINY, overrides, name, resume, "cpu")
 
 
 def test_weight_average_follows_its_formula() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import ROOT, scalars
+from helpers import train_in_process as run
 
 from translator.config import Config
 from translator.data.batching import collate
@@ -34,18 +35,6 @@ def make_trainer(config: Config, name: str = "t") -> Trainer:
         config.model, data.src_tokenizer.get_vocab_size(), data.tgt_tokenizer.get_vocab_size()
     )
     return Trainer(config, model, data, paths, torch.device("cpu"))
-
-
-def run(corpus: Path, name: str, *extra: str, resume: str | None = None) -> Trainer:
-    overrides = [
-        f"data.source={corpus}",
-        "train.batch_tokens=256",
-        "train.eval_every=0",
-        "train.checkpoint_every=1000",
-        "train.epochs=50",
-        *extra,
-    ]
-    return train_command(TINY, overrides, name, resume, "cpu")
 
 
 def test_accumulated_step_equals_step_on_union(tiny_config: Config) -> None:

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "interop")]
 
 from marian_models import dev, make_marian  # noqa: E402
+from test_import_parity import max_logit_gap  # noqa: E402
 
 from translator.export.convert import export_model  # noqa: E402
 from translator.export.engine import load_exported, translate_exported  # noqa: E402
@@ -35,28 +36,6 @@ from translator.inference.predict import load_model, translate_sentences  # noqa
 
 def with_decode(cfg, **changes):
     return dataclasses.replace(cfg, decode=dataclasses.replace(cfg.decode, **changes))
-
-
-def logit_gap(loaded, model, marian: Path, pairs: list[tuple[str, str]]) -> float:
-    """The largest difference of any logit between the import and transformers, over `pairs`."""
-    from translator.interop.importer import _tokenizers
-    from translator.interop.marian import read_marian_dir
-    from translator.specials import EOS_ID, PAD_ID, SOS_ID
-
-    _, _, src_ids, tgt_ids = _tokenizers(read_marian_dir(marian), None)
-    real = [i for i in range(len(tgt_ids)) if i not in (PAD_ID, SOS_ID)]
-    gap = 0.0
-    with torch.no_grad():
-        for en, it in pairs:
-            src, tgt = loaded.src_tokenizer.encode(en).ids, loaded.tgt_tokenizer.encode(it).ids
-            ours = loaded.model(torch.tensor([[SOS_ID, *src, EOS_ID]]),
-                                torch.tensor([[SOS_ID, *tgt]]))[0]  # fmt: skip
-            theirs = model(
-                input_ids=torch.tensor([[src_ids[i] for i in src] + [0]]),
-                decoder_input_ids=torch.tensor([[tgt_ids[SOS_ID]] + [tgt_ids[i] for i in tgt]]),
-            ).logits[0][:, torch.tensor(tgt_ids)]
-            gap = max(gap, (ours - theirs)[:, real].abs().max().item())
-    return gap
 
 
 def main() -> None:
@@ -121,7 +100,7 @@ def main() -> None:
             out += tok.batch_decode(ids, skip_special_tokens=True)
         return out, time.perf_counter() - start
 
-    gap = logit_gap(loaded, model, marian, [p for p in dev(args.sentences)])
+    gap = max_logit_gap(loaded, marian, dev(args.sentences))
     print(f"logits (teacher-forced on the references): largest difference {gap:.2e}")
 
     results = {}

@@ -124,6 +124,22 @@ def export_transformers(loaded: LoadedModel, output: Path) -> None:
                 key,
                 getattr(loaded.config.decode, key),
             )
+    d = loaded.config.decode
+    reread = [k for k, on in (("recase", d.recase), ("truecase", d.truecase and loaded.casing),
+                              ("respell", d.respell and loaded.spelling)) if on]  # fmt: skip
+    if reread:
+        log.warning(
+            "warning: decode.%s: translator reads typed text again before translating (casing.json,"
+            " spelling.json); transformers translates the text as typed",
+            "/".join(reread),
+        )
+    if d.max_len_a:
+        log.warning(
+            "warning: decode.max_len_a is %s: transformers has one length budget for every "
+            "sentence (max_length %d written); a runaway output stops at another length there",
+            d.max_len_a,
+            loaded.config.model.max_positions,
+        )
     if loaded.config.decode.beam > 1 and loaded.config.decode.search != "transformers":
         log.warning(
             "warning: decode.search is exact; transformers' beam search stops by its own rule "

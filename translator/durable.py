@@ -3,13 +3,15 @@ renamed into place, the directory flushed too. A reader sees the old file or the
 half of one, and two writers of the same name never write into one temporary file.
 
 Every file the project publishes goes through here: checkpoints, run records, tables, caches.
-Folders (a prepared store, an exported teacher) are written under `temp_name` and renamed with
-`publish_dir`. `file_digest` proves a published file whole when it is read back.
+Folders (a prepared store, an exported teacher, an export, an imported run) are written under
+`temp_name` and renamed with `publish_dir` (`published_dir` does both around a block).
+`file_digest` proves a published file whole when it is read back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import secrets
@@ -83,6 +85,23 @@ def publish_dir(tmp: Path, path: Path) -> bool:
         raise exc from None
     fsync_dir(path.parent)
     return True
+
+
+@contextmanager
+def published_dir(path: Path) -> Iterator[Path]:
+    """A fresh temporary folder beside `path` to fill; when the block ends, published as `path`
+    (an empty folder there is replaced) with `publish_dir`, and removed if the block raises.
+    FileExistsError when another writer published `path` meanwhile."""
+    tmp = temp_name(path)  # two writers to one place never share a temporary folder
+    try:
+        tmp.mkdir(parents=True)
+        yield tmp
+        if path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+        if not publish_dir(tmp, path):
+            raise FileExistsError(errno.EEXIST, "another writer published it meanwhile")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def remove_dir(path: Path) -> None:

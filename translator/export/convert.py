@@ -8,7 +8,6 @@ included), so that `translate --model DIR` and `serve --model DIR` need nothing 
 from __future__ import annotations
 
 import dataclasses
-import errno
 import json
 import logging
 import shutil
@@ -22,7 +21,7 @@ from translator.config import ModelConfig
 from translator.data.casing import CASING_FILE
 from translator.data.spelling import SPELLING_FILE
 from translator.data.tokenizer import save_tokenizer
-from translator.durable import publish_dir, temp_name
+from translator.durable import published_dir
 from translator.errors import ConfigError, TranslatorError
 from translator.export.engine import META_FILE, import_ctranslate2
 from translator.inference.predict import LoadedModel
@@ -174,35 +173,28 @@ def export_model(loaded: LoadedModel, output: Path, quantization: str = "int8") 
     spec = build_spec(loaded.model, src_tokens, tgt_tokens)
     spec.validate()
     spec.optimize(quantization=quantization)
-    tmp = temp_name(output)  # two exports to one place never share a temporary folder
-    shutil.rmtree(tmp, ignore_errors=True)
     try:
-        tmp.mkdir(parents=True)
-        spec.save(str(tmp))
-        save_tokenizer(loaded.src_tokenizer, tokenizer_file(tmp, "src"))
-        # One vocabulary for both languages (tokenizer.shared) is written once; the engine reads
-        # tokenizer_src.json for both sides when there is no tokenizer_tgt.json.
-        if loaded.tgt_tokenizer.to_str() != loaded.src_tokenizer.to_str():
-            save_tokenizer(loaded.tgt_tokenizer, tokenizer_file(tmp, "tgt"))
-        for name, table in ((CASING_FILE, loaded.casing), (SPELLING_FILE, loaded.spelling)):
-            if table is not None:
-                save_word_table(table, tmp / name)
-        split = loaded.checkpoint.parent / "split.json"  # for `validate --model DIR`
-        if split.is_file():
-            shutil.copy(split, tmp / "split.json")
-        meta = {
-            "format": 1,
-            "run": loaded.checkpoint.parent.name,
-            "checkpoint": str(loaded.checkpoint),
-            "step": loaded.step,
-            "quantization": quantization,
-            "config": loaded.config.to_dict(),
-        }
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        if output.exists():
-            output.rmdir()
-        if not publish_dir(tmp, output):  # files flushed to disk, then renamed into place
-            raise FileExistsError(errno.EEXIST, "another export wrote it meanwhile")
+        with published_dir(output) as tmp:
+            spec.save(str(tmp))
+            save_tokenizer(loaded.src_tokenizer, tokenizer_file(tmp, "src"))
+            # One vocabulary for both languages (tokenizer.shared) is written once; the engine
+            # reads tokenizer_src.json for both sides when there is no tokenizer_tgt.json.
+            if loaded.tgt_tokenizer.to_str() != loaded.src_tokenizer.to_str():
+                save_tokenizer(loaded.tgt_tokenizer, tokenizer_file(tmp, "tgt"))
+            for name, table in ((CASING_FILE, loaded.casing), (SPELLING_FILE, loaded.spelling)):
+                if table is not None:
+                    save_word_table(table, tmp / name)
+            split = loaded.checkpoint.parent / "split.json"  # for `validate --model DIR`
+            if split.is_file():
+                shutil.copy(split, tmp / "split.json")
+            meta = {
+                "format": 1,
+                "run": loaded.checkpoint.parent.name,
+                "checkpoint": str(loaded.checkpoint),
+                "step": loaded.step,
+                "quantization": quantization,
+                "config": loaded.config.to_dict(),
+            }
+            (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise TranslatorError(f"--output {output}: cannot write ({exc.strerror or exc})") from None

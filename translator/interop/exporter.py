@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import warnings
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import torch
 
 from translator.data.sentencepiece import SentencePieceTokenizer
-from translator.durable import publish_dir, temp_name
+from translator.durable import published_dir
 from translator.errors import ConfigError, TranslatorError
 from translator.inference.predict import LoadedModel
 from translator.interop.marian import HF_EXTRA, weight_names
@@ -101,50 +100,46 @@ def export_transformers(loaded: LoadedModel, output: Path) -> None:
     if left or unexpected:
         raise TranslatorError(f"the Marian model does not fit: missing {left}, extra {unexpected}")
     model.generation_config = _generation(transformers, loaded, pad)
-    tmp = temp_name(output)
-    shutil.rmtree(tmp, ignore_errors=True)
     try:
-        tmp.mkdir(parents=True)
-        model.save_pretrained(str(tmp))
-        _save_tokenizer(transformers, src, tgt, shared, tmp)
-        (tmp / "README.md").write_text(model_card(loaded), encoding="utf-8")
-        if output.exists():
-            output.rmdir()
-        if not publish_dir(tmp, output):
-            raise TranslatorError(f"--output {output}: another export wrote it meanwhile")
+        with published_dir(output) as tmp:
+            model.save_pretrained(str(tmp))
+            _save_tokenizer(transformers, src, tgt, shared, tmp)
+            (tmp / "README.md").write_text(model_card(loaded), encoding="utf-8")
     except OSError as exc:
         raise TranslatorError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    for key, plain in NOT_CARRIED.items():
-        if getattr(loaded.config.decode, key) != plain:
-            log.warning(
-                "warning: decode.%s is %s here; transformers' generate has no such setting, so "
-                "its translations may differ from translator translate's",
-                key,
-                getattr(loaded.config.decode, key),
-            )
+    for difference in differences(loaded):
+        log.warning("warning: %s", difference)
+
+
+def differences(loaded: LoadedModel) -> list[str]:
+    """Where transformers' `generate` will translate otherwise than `translator translate`: the
+    decode settings it has no equivalent for."""
     d = loaded.config.decode
+    found = [
+        f"decode.{key} is {getattr(d, key)} here; transformers' generate has no such setting, so "
+        "its translations may differ from translator translate's"
+        for key, plain in NOT_CARRIED.items()
+        if getattr(d, key) != plain
+    ]
     reread = [k for k, on in (("recase", d.recase), ("truecase", d.truecase and loaded.casing),
                               ("respell", d.respell and loaded.spelling)) if on]  # fmt: skip
     if reread:
-        log.warning(
-            "warning: decode.%s: translator reads typed text again before translating (casing.json,"
-            " spelling.json); transformers translates the text as typed",
-            "/".join(reread),
+        found.append(
+            f"decode.{'/'.join(reread)}: translator reads typed text again before translating "
+            "(casing.json, spelling.json); transformers translates the text as typed"
         )
     if d.max_len_a:
-        log.warning(
-            "warning: decode.max_len_a is %s: transformers has one length budget for every "
-            "sentence (max_length %d written); a runaway output stops at another length there",
-            d.max_len_a,
-            loaded.config.model.max_positions,
+        found.append(
+            f"decode.max_len_a is {d.max_len_a}: transformers has one length budget for every "
+            f"sentence (max_length {loaded.config.model.max_positions} written); a runaway "
+            "output stops at another length there"
         )
-    if loaded.config.decode.beam > 1 and loaded.config.decode.search != "transformers":
-        log.warning(
-            "warning: decode.search is exact; transformers' beam search stops by its own rule "
+    if d.beam > 1 and d.search != "transformers":
+        found.append(
+            "decode.search is exact; transformers' beam search stops by its own rule "
             "(decode.search: transformers decodes here as it does there)"
         )
+    return found
 
 
 def _tied(shared: bool) -> set[str]:

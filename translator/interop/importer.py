@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import torch
 from translator.config import config_from_dict, save_config
 from translator.data.sentencepiece import SentencePieceTokenizer
 from translator.data.tokenizer import fingerprint, save_tokenizer
-from translator.durable import file_digest, publish_dir, publish_text, temp_name
+from translator.durable import file_digest, publish_text, published_dir
 from translator.errors import TranslatorError
 from translator.interop.marian import (
     HF_EXTRA,
@@ -84,20 +83,24 @@ def import_model(
         "imported": record,
     }
     weights_root.mkdir(parents=True, exist_ok=True)
-    tmp = temp_name(run_dir)
     try:
-        tmp.mkdir()
-        save_config(config, tmp / "config.yaml")
-        save_tokenizer(src_tok, tokenizer_file(tmp, "src"))  # type: ignore[arg-type]
-        save_tokenizer(tgt_tok, tokenizer_file(tmp, "tgt"))  # type: ignore[arg-type]
-        save_checkpoint(checkpoint, tmp / "latest.pt")
-        publish_text(tmp / IMPORTED, json.dumps(record, indent=2) + "\n")
-        if not publish_dir(tmp, run_dir):
-            raise TranslatorError(f"--run {run}: another import wrote {run_dir} meanwhile")
+        with published_dir(run_dir) as tmp:
+            save_config(config, tmp / "config.yaml")
+            save_tokenizer(src_tok, tokenizer_file(tmp, "src"))  # type: ignore[arg-type]
+            save_tokenizer(tgt_tok, tokenizer_file(tmp, "tgt"))  # type: ignore[arg-type]
+            save_checkpoint(checkpoint, tmp / "latest.pt")
+            publish_text(tmp / IMPORTED, json.dumps(record, indent=2) + "\n")
     except OSError as exc:
         raise TranslatorError(f"cannot write {run_dir}: {exc.strerror or exc}") from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    m, d = config.model, config.decode
+    weights = sum(t.numel() for t in {id(t): t for t in state.values()}.values())  # tied: once
+    log.info(
+        "imported %s as run %s (%s/): %.1fM weights, d_model %d, %d+%d layers, vocabulary %s; "
+        "decoding: beam %d, length penalty %s\n"
+        'translate with: translator translate --run %s "Hello"',
+        source, run, run_dir, weights / 1e6, m.d_model, m.encoder_layers, m.decoder_layers,
+        f"{src_tok.get_vocab_size():,}", d.beam, d.alpha, run,
+    )  # fmt: skip
     return run_dir
 
 
@@ -117,7 +120,8 @@ def resolve_source(source: str, revision: str | None) -> tuple[Path, dict[str, A
     except ImportError:
         raise TranslatorError(f"a hub name needs huggingface_hub: {HF_EXTRA}") from None
     fetched = None
-    for local_only in (os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", ""), True):
+    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "")
+    for local_only in (True,) if offline else (False, True):  # the hub, else the local cache
         try:
             fetched = snapshot_download(
                 source, revision=revision, allow_patterns=HUB_FILES, local_files_only=local_only
